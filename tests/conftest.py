@@ -1,0 +1,34 @@
+"""Session-wide fixtures: the bundled corpus is built once per test session, in a tmp cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wikisim.paths import DATA_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Never read or write the user's cache from tests."""
+    os.environ["WIKISIM_CACHE"] = str(tmp_path_factory.mktemp("wikisim-cache"))
+    os.environ.setdefault("OPENAI_API_KEY", "unused-by-tests")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 2014 sample dump built with every backend (Lucene, bm25s, dense): built once."""
+    from wikisim.build import build
+
+    out = tmp_path_factory.mktemp("index") / "sample"
+    build([DATA_DIR / "dumps" / "enwiki-2014-sample.xml.bz2"], out, workers=1, dense=True, progress=False)
+    return out

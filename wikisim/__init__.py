@@ -1,0 +1,3 @@
+"""wikisim: a Wikipedia dump as an offline, exactly reproducible web for deep-research agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from wikisim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,46 @@
+"""One retrieval interface for every backend (Lucene, bm25s, dense, hybrid, remote)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wikisim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Hit:
+    docid: str  # "<page_id>#<n>" for passages of a built corpus
+    title: str
+    url: str
+    snippet: str
+    score: float
+
+
+class Retriever(ABC):
+    """`search` validates and orders; subclasses implement `_retrieve` only.
+
+    Results are a pure function of (index, query, k): ties break by docid.
+    """
+
+    #: content hash of the index this retriever reads (from its manifest.json)
+    manifest_hash: str = ""
+    name: str = ""
+
+    def search(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        if isinstance(queries, str):
+            raise ConfigError(f"queries must be a list of strings, got the string {queries!r}")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                raise ConfigError(f"query {i} is empty or not a string: {q!r}")
+        if not queries:
+            return []
+        results = self._retrieve(list(queries), k)
+        return [sorted(hits, key=lambda h: (-h.score, h.docid))[:k] for hits in results]
+
+    @abstractmethod
+    def _retrieve(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """Up to k hits per query, in any order (`search` sorts them)."""

@@ -1,0 +1,22 @@
+"""Where the bundled data lives and where built artefacts are cached."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_ROOT.parent
+DATA_DIR = REPO_ROOT / "data"
+SAMPLE_DUMP = DATA_DIR / "dumps" / "enwiki-2014-sample.xml.bz2"
+QA_DIR = DATA_DIR / "qa"
+
+
+def cache_dir() -> Path:
+    """Built indexes and converted models go here; `WIKISIM_CACHE` overrides (tests use a tmp dir)."""
+    root = os.environ.get("WIKISIM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")), "wikisim"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
