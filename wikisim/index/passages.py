@@ -1,0 +1,187 @@
+"""Pages cut into retrieval passages, and the SQLite table that maps docids back to text.
+
+Every index row number (bm25s document index, faiss vector id) is the passage's `row`
+here, so one store serves every backend and snippets come from one place.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wikisim.corpus.page import Page
+from wikisim.errors import ConfigError, IndexNotBuiltError
+
+MIN_PASSAGE_WORDS = 20
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Passage:
+    docid: str  # "<page_id>#<n>"
+    page_id: int
+    title: str
+    url: str
+    section: str  # heading of the section it comes from, "" for the lead
+    text: str
+
+    @property
+    def contents(self) -> str:
+        """What the indexes see: the title and heading make short passages findable by topic."""
+        head = f"{self.title}. {self.section}." if self.section else f"{self.title}."
+        return f"{head}\n{self.text}"
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in _SENTENCE_END.split(text)) if s]
+
+
+def _pieces(paragraph: str, budget: int) -> Iterator[str]:
+    """A paragraph within the budget as is; a longer one by sentences, a huge sentence by words."""
+    words = paragraph.split()
+    if len(words) <= budget:
+        yield " ".join(words)
+        return
+    current: list[str] = []
+    for sentence in split_sentences(paragraph):
+        sw = sentence.split()
+        if len(sw) > budget:
+            if current:
+                yield " ".join(current)
+                current = []
+            for i in range(0, len(sw), budget):
+                yield " ".join(sw[i : i + budget])
+            continue
+        if current and len(current) + len(sw) > budget:
+            yield " ".join(current)
+            current = []
+        current.extend(sw)
+    if current:
+        yield " ".join(current)
+
+
+def _sections(page: Page) -> list[tuple[str, str]]:
+    if page.sections:
+        return [(s.title, s.text) for s in page.sections if s.text.strip()]
+    return [("", page.text)] if page.text.strip() else []
+
+
+def split_page(page: Page, words: int = 150) -> list[Passage]:
+    """Cut a page along sections, then paragraphs, packing paragraphs up to `words` words.
+
+    A passage never spans two sections, so each carries one heading; a trailing piece
+    shorter than MIN_PASSAGE_WORDS joins the previous passage of its section when the
+    budget allows, so no passage is a stray line.
+    """
+    if words < MIN_PASSAGE_WORDS:
+        raise ConfigError(f"passage_words must be >= {MIN_PASSAGE_WORDS}, got {words}")
+    texts: list[tuple[str, str]] = []
+    for heading, body in _sections(page):
+        chunks: list[str] = []
+        current: list[str] = []
+        for paragraph in (p for p in body.split("\n") if p.strip()):
+            for piece in _pieces(paragraph, words):
+                n = len(piece.split())
+                if current and sum(len(c.split()) for c in current) + n > words:
+                    chunks.append("\n".join(current))
+                    current = []
+                current.append(piece)
+        if current:
+            tail = "\n".join(current)
+            if chunks and len(tail.split()) < MIN_PASSAGE_WORDS and len(
+                (chunks[-1] + " " + tail).split()
+            ) <= words + MIN_PASSAGE_WORDS:
+                chunks[-1] = chunks[-1] + "\n" + tail
+            else:
+                chunks.append(tail)
+        texts.extend((heading, c) for c in chunks)
+    return [
+        Passage(f"{page.id}#{n}", page.id, page.title, page.url, heading, text)
+        for n, (heading, text) in enumerate(texts)
+    ]
+
+
+_SCHEMA = """
+CREATE TABLE passages (
+    row INTEGER PRIMARY KEY, docid TEXT NOT NULL UNIQUE, page_id INTEGER NOT NULL,
+    title TEXT NOT NULL, url TEXT NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL
+);
+"""
+_COLUMNS = "docid, page_id, title, url, section, text"
+
+
+class PassageStoreWriter:
+    """Appends passages in order; their row numbers become index ids in every backend."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path)
+        self._db.executescript(_SCHEMA)
+        self._rows = 0
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        batch = [(self._rows + i, p.docid, p.page_id, p.title, p.url, p.section, p.text)
+                 for i, p in enumerate(passages)]
+        self._db.executemany(f"INSERT INTO passages (row, {_COLUMNS}) VALUES (?,?,?,?,?,?,?)", batch)
+        self._rows += len(batch)
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def close(self) -> None:
+        self._db.execute("CREATE INDEX passages_page ON passages (page_id, row)")
+        self._db.commit()
+        self._db.close()
+
+
+class PassageStore:
+    """Read-only access to passages by docid, by page, or by index row."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        if not path.is_file():
+            raise IndexNotBuiltError(f"no passage store at {path}; run `wikisim build INPUT... --out {path.parent}`")
+        self.path = path
+        self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        self._len = self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def get(self, docid: str) -> Passage | None:
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM passages WHERE docid = ?", (docid,)).fetchone()
+        return Passage(*row) if row else None
+
+    def for_page(self, page_id: int) -> list[Passage]:
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM passages WHERE page_id = ? ORDER BY row", (page_id,)
+        ).fetchall()
+        return [Passage(*r) for r in rows]
+
+    def by_rows(self, rows: Sequence[int]) -> dict[int, Passage]:
+        if not rows:
+            return {}
+        marks = ",".join("?" * len(rows))
+        found = self._db.execute(
+            f"SELECT row, {_COLUMNS} FROM passages WHERE row IN ({marks})", [int(r) for r in rows]
+        ).fetchall()
+        return {r[0]: Passage(*r[1:]) for r in found}
+
+    def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
+        if not docids:
+            return {}
+        marks = ",".join("?" * len(docids))
+        found = self._db.execute(
+            f"SELECT {_COLUMNS} FROM passages WHERE docid IN ({marks})", list(docids)
+        ).fetchall()
+        return {r[0]: Passage(*r) for r in found}
+
+    def __iter__(self) -> Iterator[Passage]:
+        for r in self._db.execute(f"SELECT {_COLUMNS} FROM passages ORDER BY row"):
+            yield Passage(*r)
+
+    def close(self) -> None:
+        self._db.close()

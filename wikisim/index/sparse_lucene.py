@@ -1,0 +1,92 @@
+"""Lucene BM25 through pyserini: the reference sparse backend.
+
+Built in-process with pyserini's LuceneIndexer (Anserini's JsonCollection, raw documents
+stored). Lucene writes random segment ids into its files, so the index's manifest hash
+is over what went in (docids, contents, analyzer settings), not over its bytes.
+A pyserini prebuilt index (e.g. `wikipedia-kilt-doc`) is read the same way, with hits
+made from its stored documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from wikisim.corpus.page import title_to_url
+from wikisim.errors import IndexNotBuiltError
+from wikisim.index.base import Hit
+from wikisim.index.jvm import pyserini_module
+from wikisim.index.layout import is_lucene_dir
+from wikisim.index.passages import Passage, PassageStore
+from wikisim.index.ranked import EXTRA_DEPTH, Ranked, RankedRetriever, top_k
+from wikisim.index.snippets import snippet
+
+LUCENE_K1 = 0.9  # Anserini's BM25 defaults
+LUCENE_B = 0.4
+_BATCH = 2000
+
+
+def build_lucene(passages: Iterable[Passage], out: Path) -> dict[str, Any]:
+    """Index passages into `out` (one thread: Lucene's doc order then follows row order)."""
+    indexer_mod = pyserini_module("index.lucene")
+    indexer = indexer_mod.LuceneIndexer(args=["-index", str(out), "-storeRaw"], threads=1)
+    digest = hashlib.sha256(b"lucene JsonCollection storeRaw default-analyzer\n")
+    batch: list[dict[str, str]] = []
+    n = 0
+    for p in passages:
+        doc = {"id": p.docid, "contents": p.contents}
+        digest.update(json.dumps(doc, ensure_ascii=False).encode() + b"\n")
+        batch.append(doc)
+        if len(batch) >= _BATCH:
+            indexer.add_batch_dict(batch)
+            n += len(batch)
+            batch = []
+    if batch:
+        indexer.add_batch_dict(batch)
+        n += len(batch)
+    indexer.close()
+    return {"docs": n, "k1": LUCENE_K1, "b": LUCENE_B, "content_sha256": digest.hexdigest()}
+
+
+def _hit_from_raw(docid: str, raw: str | None, query: str, score: float) -> Hit:
+    """A hit from a document we did not index ourselves: pyserini's JSON ("contents" or title/text)."""
+    try:
+        doc = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        doc = {"contents": raw or ""}
+    if not isinstance(doc, dict):
+        doc = {"contents": str(doc)}
+    title = str(doc.get("title", ""))
+    text = str(doc.get("text", "") or doc.get("contents", ""))
+    if not title and "\n" in text:
+        title, text = text.split("\n", 1)
+    title = title.strip().strip('"')
+    return Hit(docid, title, title_to_url(title) if title else "", snippet(text, query), score)
+
+
+class LuceneRetriever(RankedRetriever):
+    name = "lucene"
+
+    def __init__(self, path: Path, passages: PassageStore | None, manifest_hash: str = "") -> None:
+        if not is_lucene_dir(path):
+            raise IndexNotBuiltError(
+                f"no Lucene index in {path}; rebuild without --no-lucene: `wikisim build INPUT... --out {path.parent}`"
+            )
+        self.searcher = pyserini_module("search.lucene").LuceneSearcher(str(path))
+        self.searcher.set_bm25(LUCENE_K1, LUCENE_B)
+        self.passages = passages
+        self.manifest_hash = manifest_hash
+
+    def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
+        return [
+            top_k([(h.docid, float(h.score)) for h in self.searcher.search(q, depth + EXTRA_DEPTH)], depth)
+            for q in queries
+        ]
+
+    def hits(self, query: str, ranked: Ranked) -> list[Hit]:
+        if self.passages is not None:
+            return super().hits(query, ranked)
+        return [_hit_from_raw(d, self.searcher.doc(d).raw(), query, s) for d, s in ranked]
