@@ -1,0 +1,97 @@
+"""SFT: rejection sampling bookkeeping, masked loss, determinism and exact resume on a tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from agent.losses import masked_nll, token_logprobs
+from agent.models import tiny_model
+from agent.sft import rejection_sample, train_sft, well_formed_correct
+from agent.train_config import SFTConfig
+from agent.train_loop import collate, read_metrics
+from agent.trajectory import Trajectory, Turn
+
+
+def make_traj(tok, qid: str, answer: str, *, reward: float = 1.0, truncated: bool = False, seed: int = 0) -> Trajectory:
+    """A two-turn episode tokenised by the tiny tokenizer: search, observation, answer."""
+    enc = lambda s: tuple(tok(s, add_special_tokens=False)["input_ids"])  # noqa: E731
+    prompt = enc(f"<|im_start|>user\nWhat is {qid}?<|im_end|>\n<|im_start|>assistant\n")
+    call = enc('<tool_call>\n{"name": "search", "arguments": {"query": ["' + qid + '"]}}\n</tool_call>')
+    obs = enc(f"<|im_end|>\n<|im_start|>user\n<tool_response>\n{qid} is {answer}.\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    ans = enc(f"<answer>{answer}</answer>")
+    turns = (
+        Turn(text="call", ids=call, logprobs=(0.0,) * len(call), observation="obs", observation_ids=obs, tool_calls=("search",)),
+        Turn(text="answer", ids=ans, logprobs=(0.0,) * len(ans)),
+    )
+    return Trajectory(task_id=qid, seed=seed, policy="test", prompt_ids=prompt, turns=turns,
+                      answer=None if truncated else answer, reward=reward, terminated=not truncated,
+                      truncated=truncated, manifest_hash="h", version="0")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tiny_model(0)[0]
+
+
+@pytest.fixture(scope="module")
+def data(tok):
+    words = ["Paris", "Algeria", "Andorra", "Alabama", "Aristotle", "Achilles", "Autism", "Albedo"]
+    return [make_traj(tok, f"x{i}", w) for i, w in enumerate(words)]
+
+
+def cfg(tmp_path, **kw) -> SFTConfig:
+    base = dict(output_dir=str(tmp_path), seed=0, lr=3e-3, epochs=2, batch_size=4, micro_batch_size=2, cpu=True)
+    return SFTConfig(**{**base, **kw})
+
+
+def test_rejection_sample_keeps_correct_distinct_and_reports(tok):
+    good, bad = make_traj(tok, "a", "Paris"), make_traj(tok, "a", "Rome", reward=0.0)
+    cut = make_traj(tok, "b", "Paris", truncated=True)
+
+    def play(task_ids, attempt):
+        return [good if attempt < 2 else bad, cut] if list(task_ids) == ["a", "b"] else []
+
+    kept, report = rejection_sample(play, ["a", "b"], k=3)
+    assert kept == [good]  # the second identical success is a duplicate
+    assert report.tried == {"a": 3, "b": 3} and report.kept == {"a": 1, "b": 0}
+    assert report.as_dict()["per_question"]["a"] == [1, 3]
+    assert not well_formed_correct(cut) and not well_formed_correct(bad)
+
+
+def test_observation_tokens_get_exactly_zero_gradient(tok, data):
+    _, model = tiny_model(0)
+    batch = collate(data[:2], tok.pad_token_id)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    logits.retain_grad()
+    masked_nll(token_logprobs(logits, batch.input_ids), batch.loss_mask).backward()
+    # logits at position t score token t+1: rows predicting prompt/observation/padding tokens
+    off = batch.loss_mask == 0
+    assert torch.count_nonzero(logits.grad[:, :-1][off]) == 0
+    assert torch.count_nonzero(logits.grad[:, :-1][~off]) > 0
+    assert torch.count_nonzero(logits.grad[:, -1]) == 0
+
+
+def test_loss_falls_and_final_model_saved(tmp_path, data):
+    res = train_sft(cfg(tmp_path, epochs=6), data)
+    assert res.steps == 12 and len(res.losses) == 12
+    assert res.losses[-1] < 0.8 * res.losses[0]
+    assert (tmp_path / "final" / "config.json").is_file() and (tmp_path / "curves.png").is_file()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in rows] == list(range(1, 13))
+
+
+def test_same_seed_same_curve_and_exact_resume(tmp_path, data):
+    a = train_sft(cfg(tmp_path / "a"), data).losses
+    b = train_sft(cfg(tmp_path / "b"), data).losses
+    assert a == b  # bit-identical on CPU
+    first = train_sft(cfg(tmp_path / "c"), data, stop_after=2)
+    assert first.losses == a[:2] and first.final_dir == ""
+    rest = train_sft(cfg(tmp_path / "c"), data)
+    assert rest.losses == a[2:]
+    logged = [json.loads(line)["loss"] for line in (tmp_path / "c" / "metrics.jsonl").read_text().splitlines()]
+    assert logged == a
+    other = train_sft(cfg(tmp_path / "d", seed=1), data).losses
+    assert other != a
