@@ -1,0 +1,92 @@
+"""The `python` tool: run the agent's code in a fresh locked-down process, return what it printed.
+
+    tool = PythonTool(SandboxConfig(wall_seconds=5))
+    tool(code="print(1 + 1)")        # -> "[stdout]\\n2"
+    tool.run("print(1 + 1)").layers  # -> ("netns", "mountns", "uid", "landlock-abi7") on a root Linux host
+
+Each call is a new process (no state carries over between calls) in its own network namespace
+(or, where unshare is refused, with sockets disabled inside the interpreter), under a private
+uid with RLIMIT_CPU/AS/NPROC/FSIZE, confined by Landlock to reading the interpreter and
+libraries and writing only a fresh working directory that is deleted afterwards. Every process
+the call started is killed before the call returns. `SandboxResult` says which layers applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wikisim.errors import BackendError
+from wikisim.tools.sandbox.config import SandboxConfig, SandboxResult
+from wikisim.tools.sandbox.host import run_sandboxed
+
+__all__ = ["PythonTool", "SandboxConfig", "SandboxResult", "run_python"]
+
+DESCRIPTION = (
+    "Run Python 3 code in a fresh sandbox and return its stdout, stderr and error. Each call starts "
+    "from scratch (no variables or files carry over); use print() to see values. numpy is available; "
+    "there is no network and only the current directory is writable. Limits: {wall:g} s wall clock, "
+    "{cpu} s CPU, {mem} MB memory, {chars} characters of output per stream."
+)
+
+
+def run_python(code: str, limits: SandboxConfig | None = None) -> SandboxResult:
+    """Run `code` once under `limits` (defaults: SandboxConfig()); see `SandboxResult`."""
+    return run_sandboxed(code, limits or SandboxConfig())
+
+
+class PythonTool:
+    """The `python` tool of the env: `{"code": str}` -> observation text; never raises on bad calls."""
+
+    name = "python"
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        description = DESCRIPTION.format(wall=self.config.wall_seconds, cpu=self.config.cpu_seconds,
+                                         mem=self.config.memory_mb, chars=self.config.output_chars)
+        self.schema: dict[str, Any] = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "description": "Python 3 source to run."}},
+                    "required": ["code"],
+                },
+            },
+        }
+
+    def run(self, code: str) -> SandboxResult:
+        """The structured result (with isolation metadata); raises BackendError if no sandbox starts."""
+        return run_sandboxed(code, self.config)
+
+    def check(self, arguments: dict[str, Any]) -> str | None:
+        """Why `arguments` are not a valid call, or None when they are."""
+        accepted = 'accepted: {"code": "<python source>"}'
+        extra = sorted(set(arguments) - {"code"})
+        if extra:
+            return f"unexpected argument(s) {extra} for the python tool; {accepted}"
+        if "code" not in arguments:
+            return f"missing argument 'code' for the python tool; {accepted}"
+        code = arguments["code"]
+        if not isinstance(code, str):
+            return f"argument 'code' must be a string, got {type(code).__name__}; {accepted}"
+        if not code.strip():
+            return f"argument 'code' is empty; {accepted}"
+        if len(code) > self.config.max_code_chars:
+            return (f"argument 'code' has {len(code)} characters, over the limit of "
+                    f"{self.config.max_code_chars}; send a shorter program")
+        return None
+
+    def __call__(self, *args: Any, **arguments: Any) -> str:
+        if args:
+            if len(args) > 1 or arguments:
+                return "[error]\nthe python tool takes one argument, 'code'; accepted: {\"code\": \"<python source>\"}"
+            arguments = {"code": args[0]}
+        problem = self.check(arguments)
+        if problem is not None:
+            return f"[error]\n{problem}"
+        try:
+            return self.run(arguments["code"]).observation
+        except BackendError as exc:
+            return f"[error]\nthe python sandbox is unavailable on this host: {exc}"
