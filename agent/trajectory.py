@@ -42,6 +42,7 @@ class Trajectory:
     version: str
     metrics: dict[str, float] = field(default_factory=dict)  # em, f1, judge, ...
     timings: dict[str, float] = field(default_factory=dict)  # wall time; not compared for replay
+    prompt_messages: tuple[dict[str, str], ...] = ()  # system + user messages the episode began with
 
     def token_ids(self) -> list[int]:
         ids = list(self.prompt_ids)
@@ -64,6 +65,18 @@ class Trajectory:
             out += list(t.logprobs) + [0.0] * len(t.observation_ids)
         return out
 
+    def messages(self) -> list[dict[str, str]]:
+        """The whole chat: prompt messages, then each turn and its observation (as a user turn)."""
+        out = [dict(m) for m in self.prompt_messages]
+        for t in self.turns:
+            out.append({"role": "assistant", "content": t.text})
+            if t.observation:
+                obs = t.observation
+                if not obs.lstrip().startswith("<tool_response>"):
+                    obs = f"<tool_response>\n{obs}\n</tool_response>"
+                out.append({"role": "user", "content": obs})
+        return out
+
     def canonical(self) -> dict[str, Any]:
         """Everything but wall-clock timings: equal for runs that must be byte-identical."""
         d = asdict(self)
@@ -79,7 +92,8 @@ class Trajectory:
             Turn(**{**t, **{k: tuple(t[k]) for k in ("ids", "logprobs", "observation_ids", "tool_calls")}})
             for t in d["turns"]
         )
-        return cls(**{**d, "prompt_ids": tuple(d["prompt_ids"]), "turns": turns})
+        messages = tuple(dict(m) for m in d.get("prompt_messages", ()))
+        return cls(**{**d, "prompt_ids": tuple(d["prompt_ids"]), "turns": turns, "prompt_messages": messages})
 
 
 def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> None:

@@ -1,0 +1,108 @@
+"""Local-model sampling (seeds, logprobs, stops, padding) and the scripted baselines' turns."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agent.models import tiny_model
+from agent.policies import make_policy
+from agent.policies.scripted import OraclePolicy, SearchAnswerPolicy, best_span
+from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.react import Budget, Episode, TurnRequest, extract_answer, tool_names
+from wikisim.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model(1)
+
+
+def _requests(policy: TransformersPolicy, questions: list[str], max_new: int = 20) -> list[TurnRequest]:
+    out = []
+    for i, q in enumerate(questions):
+        e = Episode(task_id=str(i), question=q, system_prompt="sys", seed=i, budget=Budget(max_new_tokens=max_new),
+                    chat=policy.chat)
+        out.append(e.request())
+    return out
+
+
+def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
+    policy = TransformersPolicy(*tiny, sampling=SamplingConfig(temperature=1.0, top_p=0.9, batch_size=4))
+    reqs = _requests(policy, ["q one?", "a much longer question two?", "three?"])
+    first, again = policy.act(reqs), policy.act(reqs)
+    assert first == again
+    assert len({g.ids for g in first}) == 3
+    assert all(len(g.ids) <= 20 for g in first)
+
+
+def test_greedy_logprobs_match_a_full_forward_pass_under_left_padding(tiny) -> None:
+    tok, model = tiny
+    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
+    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"])
+    for req, gen in zip(reqs, policy.act(reqs), strict=True):
+        seq = torch.tensor([list(req.ids) + list(gen.ids)])
+        with torch.inference_mode():
+            logp = torch.log_softmax(model(input_ids=seq).logits[0].float(), -1)
+        n = len(req.ids)
+        expect = [float(logp[n - 1 + j, tid]) for j, tid in enumerate(gen.ids)]
+        assert gen.logprobs == pytest.approx(expect, abs=1e-4)
+        assert [int(logp[n - 1 + j].argmax()) for j in range(len(gen.ids))] == list(gen.ids)
+
+
+def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:
+    tok, model = tiny
+    policy = TransformersPolicy(tok, model)
+    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert policy._stopped(enc('<tool_call>\n{"name": "search"}\n</tool_call>'), 100)
+    assert policy._stopped(enc("<answer>Paris</answer>"), 100)
+    assert policy._stopped([*enc("text"), tok.eos_token_id], 100)
+    assert not policy._stopped(enc("<answer>Paris"), 100)
+    assert policy._stopped(enc("<answer>Paris"), len(enc("<answer>Paris")))
+    rows = policy.generate([enc("<|im_start|>assistant\n")] * 2, [1, 5], [0, 0])
+    assert [len(r[0]) for r in rows][0] == 1 and len(rows[1][0]) <= 5
+
+
+def test_sampling_config_validates() -> None:
+    with pytest.raises(ConfigError, match="top_p=0"):
+        SamplingConfig(top_p=0)
+    with pytest.raises(ConfigError, match="unknown policy 'nope'"):
+        make_policy("nope")
+    with pytest.raises(ConfigError, match="openai:MODEL@BASE_URL"):
+        make_policy("openai:qwen")
+
+
+def test_best_span_picks_the_answer_shaped_span() -> None:
+    text = ("Paris is a city. The Eiffel Tower was designed by the engineering company of Gustave Eiffel. "
+            "It opened in 1889.")
+    assert best_span("Whose company designed the Eiffel Tower?", text) == "Gustave Eiffel"
+    assert best_span("In which year did the Eiffel Tower open?", text) == "1889"
+    assert best_span("Is Paris a city?", text) == "yes"
+
+
+def _req(messages: list[dict], turn: int, task: dict | None = None) -> TurnRequest:
+    return TurnRequest(messages=tuple(messages), ids=(), max_new_tokens=10, seed=0, turn=turn, task=task or {})
+
+
+def test_search_answer_searches_visits_the_top_hit_and_answers() -> None:
+    q = [{"role": "system", "content": "s"}, {"role": "user", "content": "In which year did the Eiffel Tower open?"}]
+    p = SearchAnswerPolicy()
+    t0 = p.turn(_req(q, 0))
+    assert tool_names(t0) == ("search",) and "Eiffel Tower open" in t0
+    hits = "<tool_response>\n1. [Eiffel Tower](https://en.wikipedia.org/wiki/Eiffel_Tower)\n</tool_response>"
+    t1 = p.turn(_req([*q, {"role": "assistant", "content": t0}, {"role": "user", "content": hits}], 1))
+    assert tool_names(t1) == ("visit",) and "https://en.wikipedia.org/wiki/Eiffel_Tower" in t1
+    page = "<tool_response>\nThe Eiffel Tower opened in 1889 for the World's Fair.\n</tool_response>"
+    msgs = [*q, {"role": "assistant", "content": t0}, {"role": "user", "content": hits},
+            {"role": "assistant", "content": t1}, {"role": "user", "content": page}]
+    assert extract_answer(p.turn(_req(msgs, 2))) == "1889"
+
+
+def test_oracle_visits_every_evidence_page_then_answers() -> None:
+    q = [{"role": "system", "content": "s"}, {"role": "user", "content": "Q?"}]
+    task = {"evidence": ["https://en.wikipedia.org/wiki/A", "https://en.wikipedia.org/wiki/B"], "answers": ["X", "Y"]}
+    p = OraclePolicy()
+    turns = [p.turn(_req(q, i, task)) for i in range(4)]
+    assert [tool_names(t) for t in turns[:3]] == [("search",), ("visit",), ("visit",)]
+    assert "wiki/A" in turns[1] and "wiki/B" in turns[2]
+    assert extract_answer(turns[3]) == "X"
