@@ -217,20 +217,24 @@ def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, conf
     return None, None
 
 
-def run_sandboxed(code: str, config: SandboxConfig, python: str | None = None) -> SandboxResult:
+def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) -> SandboxResult:
     """Run `code` in a fresh sandboxed process and wait for it; raises BackendError if the
-    sandbox itself could not be set up (never for anything the code does)."""
+    sandbox itself could not be set up (never for anything the code does).
+
+    `namespaces=False` skips unshare, as on hosts that refuse it: the network is then blocked
+    inside the interpreter and the result says so.
+    """
     plan = _plan()
     workdir = tempfile.mkdtemp(prefix="wikisim-py-")
     report_r, report_w = os.pipe()
-    cfg = dict(plan, workdir=workdir, report_fd=report_w, cpu_seconds=config.cpu_seconds,
+    cfg = dict(plan, try_netns=namespaces, workdir=workdir, report_fd=report_w, cpu_seconds=config.cpu_seconds,
                memory_mb=config.memory_mb, max_processes=config.max_processes,
                max_file_mb=config.max_file_mb)
     env = dict(CHILD_ENV_BASE)  # the child adds HOME, TMPDIR and PWD once it knows its workdir
     try:
         try:
             proc = subprocess.Popen(
-                [python or sys.executable, "-S", "-s", "-P", "-c", CHILD_SOURCE, json.dumps(cfg)],
+                [sys.executable, "-S", "-s", "-P", "-c", CHILD_SOURCE, json.dumps(cfg)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(report_w,), env=env, cwd=workdir, start_new_session=True,
             )
