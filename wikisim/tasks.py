@@ -1,0 +1,179 @@
+"""Tasks for the env: our JSONL, plus loaders for HotpotQA, MuSiQue and Natural Questions files.
+
+Every format becomes the same frozen `Task`; fields a format has beyond ours are kept in
+`extra`, so nothing a benchmark reports on is lost in loading.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikisim.corpus.page import title_to_url
+from wikisim.errors import TaskError
+from wikisim.paths import DATA_DIR
+
+TASKS_DIR = DATA_DIR / "tasks"
+SAMPLE_TASKS = TASKS_DIR / "sample.jsonl"
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    question: str
+    answers: tuple[str, ...]  # every accepted gold answer
+    evidence: tuple[str, ...] = ()  # URLs of the pages that support the answer
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise TaskError(f"task id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.question, str) or not self.question.strip():
+            raise TaskError(f"task {self.id!r}: question must be a non-empty string, got {self.question!r}")
+        if not self.answers or not all(isinstance(a, str) and a.strip() for a in self.answers):
+            raise TaskError(f"task {self.id!r}: needs at least one non-empty gold answer, got {self.answers!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "question": self.question, "answers": list(self.answers),
+                "evidence": list(self.evidence), **self.extra}
+
+
+def task_from_dict(d: dict[str, Any], where: str) -> Task:
+    """Our JSONL record: {"id", "question", "answer" | "answers", "evidence"?, ...extra kept}."""
+    if not isinstance(d, dict):
+        raise TaskError(f"{where}: a task must be a JSON object, got {type(d).__name__}")
+    missing = [k for k in ("id", "question") if k not in d]
+    if missing or ("answer" not in d and "answers" not in d):
+        raise TaskError(f'{where}: task needs "id", "question" and "answer" or "answers"; missing {missing or ["answer"]}')
+    answers = d.get("answers", d.get("answer"))
+    answers = [answers] if isinstance(answers, str) else answers
+    if not isinstance(answers, list):
+        raise TaskError(f"{where}: answers must be a string or a list of strings, got {answers!r}")
+    extra = {k: v for k, v in d.items() if k not in ("id", "question", "answer", "answers", "evidence")}
+    try:
+        return Task(str(d["id"]), d["question"], tuple(answers), tuple(d.get("evidence", ())), extra)
+    except TaskError as e:
+        raise TaskError(f"{where}: {e}") from e
+
+
+class TaskSet(Sequence[Task]):
+    """An ordered, immutable set of tasks with unique ids; `get(id)` suggests near misses."""
+
+    def __init__(self, tasks: Iterable[Task], name: str = "") -> None:
+        self._tasks = tuple(tasks)
+        self.name = name
+        self._by_id: dict[str, int] = {}
+        for i, t in enumerate(self._tasks):
+            if t.id in self._by_id:
+                raise TaskError(f"task id {t.id!r} appears twice in {name or 'the task set'}; ids must be unique")
+            self._by_id[t.id] = i
+        if not self._tasks:
+            raise TaskError(f"{name or 'the task set'} has no tasks")
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._tasks[i]
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self._tasks)
+
+    def ids(self) -> list[str]:
+        return [t.id for t in self._tasks]
+
+    def get(self, task_id: str) -> Task:
+        if task_id not in self._by_id:
+            close = difflib.get_close_matches(str(task_id), list(self._by_id), n=3)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise TaskError(f"no task {task_id!r} in {self.name or 'the task set'} ({len(self)} tasks).{hint}")
+        return self._tasks[self._by_id[task_id]]
+
+    def to_jsonl(self, path: str | Path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            for t in self._tasks:
+                f.write(json.dumps(t.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _read_jsonl(path: Path) -> list[tuple[str, Any]]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append((f"{path}:{n}", json.loads(line)))
+                except ValueError as e:
+                    raise TaskError(f"{path}:{n} is not valid JSON ({e}); each line must be one task object") from e
+    return out
+
+
+def read_jsonl(path: str | Path) -> TaskSet:
+    path = Path(path)
+    return TaskSet((task_from_dict(d, where) for where, d in _read_jsonl(path)), path.stem)
+
+
+def read_nq(path: str | Path) -> TaskSet:
+    """FlashRAG-style Natural Questions JSONL: {"id", "question", "golden_answers"}."""
+    path = Path(path)
+    rows = [(w, {**{k: v for k, v in d.items() if k != "golden_answers"}, "answers": d.get("golden_answers")})
+            for w, d in _read_jsonl(path)]
+    return TaskSet((task_from_dict(d, w) for w, d in rows), path.stem)
+
+
+def _read_json_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise TaskError(f"{path} is not valid JSON ({e})") from e
+    if not isinstance(data, list):
+        raise TaskError(f"{path}: expected a JSON list of questions, got {type(data).__name__}")
+    return data
+
+
+def read_hotpotqa(path: str | Path) -> TaskSet:
+    """HotpotQA distractor format: evidence = the pages of the supporting facts."""
+    path = Path(path)
+    tasks = []
+    for i, d in enumerate(_read_json_list(path)):
+        titles = list(dict.fromkeys(t for t, _ in d.get("supporting_facts", [])))
+        extra = {k: d[k] for k in ("type", "level", "supporting_facts") if k in d}
+        extra["hops"] = len(titles)
+        tasks.append(Task(str(d.get("_id", i)), d["question"], (d["answer"],),
+                          tuple(title_to_url(t) for t in titles), extra))
+    return TaskSet(tasks, path.stem)
+
+
+def read_musique(path: str | Path) -> TaskSet:
+    """MuSiQue: answer plus aliases; evidence = the supporting paragraphs' pages."""
+    path = Path(path)
+    tasks = []
+    for d in _read_json_list(path):
+        titles = list(dict.fromkeys(p["title"] for p in d.get("paragraphs", []) if p.get("is_supporting")))
+        extra = {"hops": len(d.get("question_decomposition", [])), "answerable": d.get("answerable", True),
+                 "question_decomposition": d.get("question_decomposition", [])}
+        answers = tuple(dict.fromkeys([d["answer"], *d.get("answer_aliases", [])]))
+        tasks.append(Task(str(d["id"]), d["question"], answers, tuple(title_to_url(t) for t in titles), extra))
+    return TaskSet(tasks, path.stem)
+
+
+def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
+    """A TaskSet from a file of any supported format (detected from its content), or the bundled sample."""
+    if isinstance(source, TaskSet):
+        return source
+    path = Path(source) if source is not None else SAMPLE_TASKS
+    if not path.is_file():
+        raise TaskError(f"no task file at {path}; give a JSONL/JSON task file or a TaskSet")
+    if path.suffix == ".jsonl":
+        first = next((d for _, d in _read_jsonl(path)), {})
+        return read_nq(path) if "golden_answers" in first and "answers" not in first else read_jsonl(path)
+    data = _read_json_list(path)
+    first = data[0] if data else {}
+    if "supporting_facts" in first:
+        return read_hotpotqa(path)
+    if "question_decomposition" in first:
+        return read_musique(path)
+    raise TaskError(f"{path}: unknown task format; expected our JSONL, HotpotQA, MuSiQue or NQ JSONL")

@@ -1,0 +1,77 @@
+"""The env's tool box: tools by name, their schemas for the prompt, and one guarded call.
+
+`run` never raises: a tool that fails unexpectedly becomes an error observation, since an
+exception out of `env.step` would end every episode of a vector env at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wikisim.errors import ConfigError
+from wikisim.tools.answer import AnswerTool
+from wikisim.tools.base import Backend, Tool
+from wikisim.tools.scholar import ScholarTool
+from wikisim.tools.search import SearchTool
+from wikisim.tools.visit import VisitTool
+
+PYTHON_MODULE = "wikisim.tools.python_sandbox"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    name: str
+    text: str
+    ok: bool  # False when the text is an error the tool reported (or a crash turned into one)
+    latency_s: float  # wall time: reported in info, never part of an observation
+
+
+def python_available() -> bool:
+    return importlib.util.find_spec(PYTHON_MODULE) is not None
+
+
+class ToolBox:
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise ConfigError(f"two tools are named {tool.name!r}; tool names must be unique")
+            self.tools[tool.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema for t in self.tools.values()]
+
+    @property
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        """Tool name -> JSON-schema of its arguments: what `parse_action` validates against."""
+        return {n: t.schema["function"]["parameters"] for n, t in self.tools.items()}
+
+    def run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        start = time.perf_counter()
+        try:
+            text = self.tools[name](**arguments)
+            ok = not text.startswith("Error:")
+        except Exception as e:  # a tool bug must not end the episode; the message says which tool
+            text, ok = f"Error: the {name} tool failed unexpectedly ({type(e).__name__}: {e}). Try another call.", False
+        return ToolResult(name, text, ok, time.perf_counter() - start)
+
+
+def default_toolbox(backend: Backend, *, k: int = 10, visit_tokens: int = 1500, python: bool | None = None,
+                    python_kwargs: dict[str, Any] | None = None) -> ToolBox:
+    """search, visit, scholar, python (when the sandbox is installed, or `python=True`), answer."""
+    tools: list[Tool] = [SearchTool(backend, k), VisitTool(backend, visit_tokens), ScholarTool(backend, k)]
+    if python or (python is None and python_available()):
+        from wikisim.tools.python_sandbox import PythonTool
+
+        tools.append(PythonTool(**(python_kwargs or {})))
+    tools.append(AnswerTool())
+    return ToolBox(tools)

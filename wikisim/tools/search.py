@@ -1,0 +1,67 @@
+"""The `search` tool: top results per query, formatted as the released Tongyi DeepResearch
+search tool formats Google results (a numbered markdown list per query), so a policy trained
+on the web reads the same layout here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from wikisim.errors import WikisimError
+from wikisim.index.base import Hit
+from wikisim.tools.action import check_arguments
+from wikisim.tools.base import Backend
+
+#: Queries joined in one observation are separated as the released tools separate them.
+QUERY_SEPARATOR = "\n=======\n"
+MAX_QUERIES = 10
+
+
+def query_spec(what: str) -> dict[str, Any]:
+    return {
+        "anyOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": MAX_QUERIES},
+        ],
+        "description": f"One {what} query, or an array of complementary queries run in one call.",
+    }
+
+
+def as_list(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def format_search(query: str, hits: Sequence[Hit]) -> str:
+    if not hits:
+        return f"No results found for '{query}'. Try with a more general query."
+    items = [f"{i}. [{h.title}]({h.url})\n\n{h.snippet}" for i, h in enumerate(hits, 1)]
+    return f"A Google search for '{query}' found {len(items)} results:\n\n## Web Results\n" + "\n\n".join(items)
+
+
+class SearchTool:
+    name = "search"
+
+    def __init__(self, backend: Backend, k: int = 10) -> None:
+        self.backend = backend
+        self.k = k
+        self.schema: dict[str, Any] = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": f"Search the web. Returns the top {k} results (title, URL, snippet) for each query; "
+                "several queries may be given in one call.",
+                "parameters": {"type": "object", "properties": {"query": query_spec("search")}, "required": ["query"]},
+            },
+        }
+
+    def __call__(self, **arguments: Any) -> str:
+        why = check_arguments(self.name, self.schema["function"]["parameters"], arguments)
+        if why:
+            return f"Error: {why}"
+        queries = [q.strip() for q in as_list(arguments["query"])]
+        try:
+            results = self.backend.search(queries, self.k)
+        except WikisimError as e:
+            return f"Error: search failed on the {self.backend.name} backend: {e}"
+        return QUERY_SEPARATOR.join(format_search(q, hits) for q, hits in zip(queries, results, strict=True))

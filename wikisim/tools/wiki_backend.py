@@ -1,0 +1,98 @@
+"""The local backend: search, visit and scholar answered from a built index, in-process.
+
+Everything is a pure function of the index and the call, so observations are identical in
+every process; the index is opened read-only, so workers share the files through the OS cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
+from wikisim.errors import ConfigError
+from wikisim.index import open_index
+from wikisim.index.base import Hit
+from wikisim.tools.base import PageView, ScholarHit
+from wikisim.tools.bm25 import SmallBM25
+from wikisim.tools.extract import Extractor, LeadExtractor
+
+RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
+
+
+class _Citations:
+    """The corpus's citations, deduplicated (by DOI, else title and year), with the pages citing each."""
+
+    def __init__(self, store) -> None:
+        urls = {pid: title_to_url(t) for pid, t in store.titles()}
+        records: dict[tuple[str, ...], list] = {}
+        for page_id, c in store.citations():
+            if not c.title.strip():
+                continue
+            key = ("doi", c.doi.lower()) if c.doi else ("title", normalize_title(c.title).lower(), str(c.year))
+            entry = records.setdefault(key, [c, []])
+            url = urls.get(page_id)
+            if url and url not in entry[1]:
+                entry[1].append(url)
+        self.entries = [(c, tuple(sorted(cited))) for c, cited in records.values()]
+        self.bm25 = SmallBM25([" ".join([c.title, *c.authors, c.venue, str(c.year or "")]) for c, _ in self.entries])
+
+    def search(self, query: str, k: int) -> list[ScholarHit]:
+        return [
+            ScholarHit(c.title, c.authors, c.year, c.venue, c.doi, c.url, cited, round(score, 6))
+            for (c, cited), score in ((self.entries[i], s) for i, s in self.bm25.top(query, k))
+        ]
+
+
+class WikiBackend:
+    """`WikiBackend(index_dir_or_Index, retriever="bm25s")`: the Backend over a built index."""
+
+    name = "wiki"
+
+    def __init__(self, index, retriever: str = "bm25s", extractor: Extractor | None = None,
+                 overfetch: int = 3) -> None:
+        if retriever not in RETRIEVERS:
+            raise ConfigError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
+        self.index = open_index(Path(index)) if isinstance(index, str | Path) else index
+        self.retriever = self.index.retriever(retriever)
+        self.manifest_hash: str = self.index.manifest_hash
+        self.extractor = extractor or LeadExtractor()
+        self.overfetch = overfetch
+        self._citations: _Citations | None = None
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top `k` pages per query: the best passage of each page, as a web engine lists one URL once."""
+        out = []
+        for hits in self.retriever.search(list(queries), k * self.overfetch):
+            seen: dict[str, Hit] = {}
+            for h in hits:
+                if h.url not in seen:
+                    seen[h.url] = h
+            out.append(list(seen.values())[:k])
+        return out
+
+    def _closest(self, text: str) -> tuple[str, ...]:
+        return tuple(f"{t} ({title_to_url(t)})" for t in self.index.store.closest_titles(text, 5))
+
+    def visit(self, url: str, goal: str, max_tokens: int) -> PageView:
+        text = url.strip()
+        if "://" in text:
+            title = url_to_title(text)
+            if title is None:
+                stem = unquote(urlsplit(text).path.rstrip("/").rsplit("/", 1)[-1]).replace("_", " ") or text
+                return PageView(url, "", False, f"{text} is not a page of this corpus, which holds only "
+                                "https://en.wikipedia.org/wiki/ pages.", self._closest(stem))
+        else:
+            title = normalize_title(text)
+        page = self.index.store.resolve(text) if title else None
+        if page is None:
+            return PageView(url, title or "", False, f"There is no page titled {title!r} in this corpus.",
+                            self._closest(title or text))
+        passages = self.index.passages.for_page(page.id)
+        return PageView(page.url, page.title, True, self.extractor(page, passages, goal, max_tokens))
+
+    def scholar(self, queries: Sequence[str], k: int) -> list[list[ScholarHit]]:
+        if self._citations is None:
+            self._citations = _Citations(self.index.store)
+        return [self._citations.search(q, k) for q in queries]
