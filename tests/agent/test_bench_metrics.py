@@ -1,0 +1,69 @@
+"""pass@k and the summary numbers against values worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent.metrics import (
+    accuracy_by_turn_budget,
+    breakdowns,
+    mean_ci,
+    pass1_over_seeds,
+    pass_at_k,
+    pass_at_ks,
+    summarize,
+    tool_calls,
+)
+from agent.trajectory import Trajectory, Turn
+from wikisim.errors import ConfigError
+
+
+def test_pass_at_k_matches_hand_computed_values() -> None:
+    assert pass_at_k(5, 0, 1) == 0.0
+    assert pass_at_k(5, 5, 3) == 1.0
+    assert pass_at_k(5, 2, 1) == pytest.approx(2 / 5)
+    # 1 - C(3,2)/C(5,2) = 1 - 3/10
+    assert pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    # 1 - C(7,3)/C(10,3) = 1 - 35/120
+    assert pass_at_k(10, 3, 3) == pytest.approx(1 - 35 / 120)
+    assert pass_at_k(4, 2, 3) == 1.0  # fewer than k wrong samples: always a hit
+    assert pass_at_k(200, 10, 100) == pytest.approx(1 - math.comb(190, 100) / math.comb(200, 100))
+    with pytest.raises(ConfigError, match="k=6"):
+        pass_at_k(5, 1, 6)
+
+
+def _traj(task: str, seed: int, em: float, tools: tuple[str, ...] = ("search",), n_turns: int = 2) -> Trajectory:
+    turns = tuple(Turn(text="t", ids=(1, 2), logprobs=(-0.1, -0.2), observation="o", observation_ids=(3,),
+                       tool_calls=tools if i < n_turns - 1 else ()) for i in range(n_turns))
+    return Trajectory(task_id=task, seed=seed, policy="p", prompt_ids=(0,) * 4, turns=turns,
+                      answer="a", reward=em, terminated=True, truncated=False, manifest_hash="h", version="0",
+                      metrics={"em": em, "f1": 0.5 + em / 2})
+
+
+def test_summary_pools_seeds_and_tasks() -> None:
+    # task a: 2 of 3 seeds right; task b: 0 of 3
+    trajs = [_traj("a", s, float(s < 2)) for s in range(3)] + [_traj("b", s, 0.0, ("visit", "search"), 3) for s in range(3)]
+    ks = pass_at_ks(trajs)
+    assert ks[1] == pytest.approx((2 / 3 + 0) / 2)
+    assert ks[2] == pytest.approx((1.0 + 0) / 2)  # 1 - C(1,2)/C(3,2) = 1
+    p1, ci = pass1_over_seeds(trajs)
+    assert p1 == pytest.approx((0.5 + 0.5 + 0.0) / 3)
+    assert ci == pytest.approx(4.302652729911275 * math.sqrt(((1 / 6) ** 2 * 2 + (1 / 3) ** 2) / 2 / 3))
+    s = summarize(trajs)
+    assert (s["episodes"], s["tasks"], s["seeds"]) == (6, 2, 3)
+    assert s["em"] == pytest.approx(2 / 6) and s["turns"] == pytest.approx(2.5)
+    assert s["generated_tokens"] == pytest.approx(5.0) and s["prompt_tokens"] == 4
+    assert tool_calls(trajs) == {"search": pytest.approx(1.5), "visit": pytest.approx(1.0)}
+    assert accuracy_by_turn_budget(trajs, [1, 2, 3]) == {1: 0.0, 2: pytest.approx(2 / 6), 3: pytest.approx(2 / 6)}
+    by = breakdowns(trajs, {"a": {"hops": 1}, "b": {"hops": 2, "source": "x"}})
+    assert by["hops"] == {"1": {"episodes": 3, "em": pytest.approx(2 / 3), "f1": pytest.approx(5 / 6)},
+                          "2": {"episodes": 3, "em": 0.0, "f1": 0.5}}
+    assert list(by["source"]) == ["x"]
+
+
+def test_mean_ci() -> None:
+    assert mean_ci([0.5]) == (0.5, 0.0)
+    m, h = mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and h == pytest.approx(4.302652729911275 * 1 / math.sqrt(3))
