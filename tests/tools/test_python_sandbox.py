@@ -199,8 +199,9 @@ def test_config_is_validated(field: str, value: object) -> None:
 PRINT_UID = "import os\nprint(f'uid={os.getuid()}', flush=True)\n"
 
 
-def test_infinite_loop_hits_the_cpu_limit(tool: PythonTool) -> None:
-    result = tool.run(PRINT_UID + "while True:\n    pass")
+def test_infinite_loop_hits_the_cpu_limit() -> None:
+    roomy_wall = PythonTool(SandboxConfig(wall_seconds=15, cpu_seconds=1))  # 1 CPU-second even on a busy host
+    result = roomy_wall.run(PRINT_UID + "while True:\n    pass")
     assert result.killed_reason == "cpu_limit" and not result.timed_out
     assert "CPU limit of 1 s" in result.observation
     _assert_no_strays(result.stdout)
@@ -283,9 +284,9 @@ def test_killing_the_parent_leaves_the_host_unharmed(tool: PythonTool) -> None:
 
 def test_background_processes_are_killed_after_the_call(tool: PythonTool) -> None:
     code = PRINT_UID + (
-        "import subprocess\nsubprocess.Popen(['sleep', '30'])\n"
-        "if os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(30)\n"
-        "print('parent done')"
+        "import subprocess, time\nsubprocess.Popen(['sleep', '30'])\nr, w = os.pipe()\n"
+        "if os.fork() == 0:\n    os.setsid()\n    os.write(w, b'x')\n    time.sleep(30)\n"
+        "os.read(r, 1)  # the child has left the process group\nprint('parent done')"
     )
     result = tool.run(code)
     assert "parent done" in result.stdout and result.exit_status == 0
