@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import networkx as nx
+
+from wikisim.corpus.page import Link, Page
+from wikisim.synth.graph import KnowledgeGraph, build_graph
+from wikisim.synth.sample import WL_VERSION, SampleConfig, Sampler, structure_histogram
+
+
+def _page(pid: int, title: str, *targets: str) -> Page:
+    return Page(pid, title, f"{title} is a thing.", links=tuple(Link(t, t, f"{title} knows {t}.") for t in targets))
+
+
+def two_triangles_and_a_path() -> KnowledgeGraph:
+    pages = [
+        _page(1, "A1", "A2"), _page(2, "A2", "A3"), _page(3, "A3", "A1"),  # triangle
+        _page(4, "B1", "B2"), _page(5, "B2", "B3"), _page(6, "B3", "B1"),  # the same triangle again
+        _page(7, "C1", "C2"), _page(8, "C2", "C3"), _page(9, "C3"),  # a path
+    ]
+    return build_graph(pages)
+
+
+def test_wl_dedupe_keeps_one_of_isomorphic_subgraphs():
+    kg = two_triangles_and_a_path()
+    sampler = Sampler(kg, SampleConfig(min_nodes=3, max_nodes=3, max_walks=300))
+    subs = list(sampler.sample(seed=7))
+    shapes = sorted(s.cyclic for s in subs)
+    assert shapes == [False, True]  # one triangle, one path: isomorphic copies dropped
+    assert sampler.stats.duplicates > 100 and sampler.stats.kept == 2
+    triangle = next(s for s in subs if s.cyclic)
+    assert set(triangle.nodes) in ({1, 2, 3}, {4, 5, 6})
+    assert WL_VERSION.startswith(f"networkx-{nx.__version__}")
+
+
+def test_tree_only_baseline_never_keeps_a_cycle():
+    kg = two_triangles_and_a_path()
+    subs = list(Sampler(kg, SampleConfig(min_nodes=3, max_nodes=3, max_walks=300, tree_only=True)).sample(seed=7))
+    assert subs and not any(s.cyclic for s in subs)
+
+
+def test_sampling_is_a_function_of_the_seed(world):
+    a = list(Sampler(world).sample(seed=3, n=10))
+    b = list(Sampler(world).sample(seed=3, n=10))
+    c = list(Sampler(world).sample(seed=4, n=10))
+    assert a == b and a != c
+    assert all(3 <= len(s.nodes) <= 8 and nx.is_connected(s.to_networkx(world)) for s in a)
+    hist = structure_histogram(world, a)
+    assert sum(hist["size"].values()) == len(a) == sum(hist["shape"].values())

@@ -1,0 +1,145 @@
+"""Subgraphs -> orbits -> questions, in order, with any number of worker processes.
+
+Why the output cannot depend on workers: subgraphs come from one seeded sampler in the
+parent; each subgraph's questions are a pure function of (graph, subgraph, seed), drawn
+with an rng seeded from the seed and the walk index; results are taken in sampling order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from wikisim.errors import ConfigError
+from wikisim.synth.graph import KnowledgeGraph
+from wikisim.synth.orbits import orbits
+from wikisim.synth.questions import make_question, question_record
+from wikisim.synth.sample import WL_VERSION, SampleConfig, Sampler, Subgraph
+from wikisim.synth.solver import Solver
+from wikisim.synth.uncertainty import UNCERTAINTY_KINDS
+
+BATCH = 64
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    n: int  # questions to keep
+    seed: int = 0
+    workers: int = 1
+    questions_per_subgraph: int = 2  # at most, each from a different orbit
+    obfuscate: float = 0.35  # chance that an anchor is described instead of named
+    sample: SampleConfig = field(default_factory=SampleConfig)
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"SynthConfig.n must be >= 1, got {self.n}")
+        if self.workers < 1:
+            raise ConfigError(f"SynthConfig.workers must be >= 1, got {self.workers}")
+        if self.questions_per_subgraph < 1:
+            raise ConfigError(f"questions_per_subgraph must be >= 1, got {self.questions_per_subgraph}")
+        if not 0.0 <= self.obfuscate <= 1.0:
+            raise ConfigError(f"obfuscate must be in [0, 1], got {self.obfuscate}")
+
+
+@dataclass(frozen=True)
+class SubgraphResult:
+    sub: Subgraph
+    n_orbits: int
+    questions: tuple[dict[str, Any], ...]
+    drops: tuple[str, ...]  # one reason per answer node tried and dropped
+
+
+_STATE: dict[str, Any] = {}
+
+
+def _init(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str) -> None:
+    _STATE.update(kg=kg, solver=Solver(kg), config=config, manifest_hash=manifest_hash)
+
+
+def questions_for(sub: Subgraph) -> SubgraphResult:
+    """All questions of one subgraph: orbits in a seeded order, one answer node per orbit."""
+    kg: KnowledgeGraph = _STATE["kg"]
+    config: SynthConfig = _STATE["config"]
+    rng = random.Random(f"{config.seed}:{sub.walk}")
+    orbs = orbits(sub.to_networkx(kg))
+    order = list(range(len(orbs)))
+    rng.shuffle(order)
+    kept: list[dict[str, Any]] = []
+    drops: list[str] = []
+    for slot, i in enumerate(order):
+        if len(kept) == config.questions_per_subgraph:
+            break
+        orbit = tuple(int(n) for n in orbs[i])
+        x = orbit[rng.randrange(len(orbit))]
+        focus = UNCERTAINTY_KINDS[(sub.walk + slot) % len(UNCERTAINTY_KINDS)]
+        q, reason = make_question(kg, _STATE["solver"], sub, x, orbit, rng, focus, config.obfuscate)
+        if q is None:
+            drops.append(reason)
+            continue
+        qid = f"sfq-{config.seed}-{sub.walk}-{x}"
+        kept.append(question_record(kg, q, sub, seed=config.seed, manifest_hash=_STATE["manifest_hash"],
+                                    wl_version=WL_VERSION, qid=qid))
+    return SubgraphResult(sub, len(orbs), tuple(kept), tuple(drops))
+
+
+def _batches(it: Iterator[Subgraph], size: int) -> Iterator[list[Subgraph]]:
+    batch: list[Subgraph] = []
+    for s in it:
+        batch.append(s)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass
+class SynthRun:
+    records: list[dict[str, Any]]
+    subgraphs: list[Subgraph]
+    drops: Counter
+    attempts: int
+    sampler_stats: dict[str, int]
+
+
+def generate(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str = "", progress: bool = True) -> SynthRun:
+    """Keep sampling distinct subgraphs until `config.n` questions pass verification."""
+    sampler = Sampler(kg, config.sample)
+    _init(kg, config, manifest_hash)
+    records: list[dict[str, Any]] = []
+    subs: list[Subgraph] = []
+    drops: Counter = Counter()
+    attempts = 0
+    pool = None
+    if config.workers > 1:
+        pool = mp.get_context("fork").Pool(config.workers)
+    bar = tqdm(total=config.n, desc="synth", unit="q", disable=not progress)
+    try:
+        for batch in _batches(sampler.sample(config.seed), BATCH):
+            results = pool.map(questions_for, batch, chunksize=4) if pool else [questions_for(s) for s in batch]
+            for r in results:
+                attempts += len(r.questions) + len(r.drops)
+                drops.update(r.drops)
+                if r.questions:
+                    subs.append(r.sub)
+                take = r.questions[: config.n - len(records)]
+                records.extend(take)
+                bar.update(len(take))
+                if len(records) >= config.n:
+                    break
+            if len(records) >= config.n:
+                break
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.terminate()
+    stats = sampler.stats
+    return SynthRun(records, subs, drops, attempts,
+                    {"walks": stats.walks, "too_small": stats.too_small,
+                     "duplicates": stats.duplicates, "distinct": stats.kept})
