@@ -71,6 +71,24 @@ def _plan() -> dict:
     }
 
 
+def _traversable(path: str) -> bool:
+    """Whether a process of another uid can reach `path` (every ancestor has o+x)."""
+    parts = Path(path).parts
+    return all(os.stat(Path(*parts[:i])).st_mode & stat.S_IXOTH for i in range(1, len(parts) + 1))
+
+
+def _make_workdir(drop_uid: bool) -> str:
+    """A fresh host-side working directory, named after this process (tests look for leftovers).
+
+    Used where the child gets no private /tmp. Under a private uid it must be reachable by that
+    uid, so a private TMPDIR (e.g. pytest's) gives way to /tmp.
+    """
+    base = tempfile.gettempdir()
+    if drop_uid and not _traversable(base):
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix=f"wikisim-py-{os.getpid()}-", dir=base)
+
+
 def _pids_of_uid(uid: int) -> list[int]:
     """Live (non-zombie) processes owned by `uid`: the whole tree of one call, however it forked."""
     pids = []
@@ -225,7 +243,7 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
     inside the interpreter and the result says so.
     """
     plan = _plan()
-    workdir = tempfile.mkdtemp(prefix="wikisim-py-")
+    workdir = _make_workdir(plan["drop_uid"])
     report_r, report_w = os.pipe()
     cfg = dict(plan, try_netns=namespaces, workdir=workdir, report_fd=report_w, cpu_seconds=config.cpu_seconds,
                memory_mb=config.memory_mb, max_processes=config.max_processes,
