@@ -167,7 +167,7 @@ def test_environment_is_stripped(tool: PythonTool) -> None:
 ])
 def test_bad_arguments_return_an_observation(tool: PythonTool, arguments: dict, expected: str) -> None:
     observation = tool(**arguments)
-    assert observation.startswith("[error]\n") and expected in observation
+    assert observation.startswith("Error: ") and expected in observation
     assert 'accepted: {"code": "<python source>"}' in observation
 
 
@@ -175,7 +175,12 @@ def test_positional_call_and_overlong_code() -> None:
     small = PythonTool(SandboxConfig(wall_seconds=2, max_code_chars=20))
     assert small("print(2 * 3)") == "[stdout]\n6"
     assert "over the limit of 20" in small(code="print(1)" * 10)
-    assert small("a", "b").startswith("[error]\nthe python tool takes one argument")
+    assert small("a", "b").startswith("Error: the python tool takes one argument")
+    assert PythonTool(wall_seconds=3).config == SandboxConfig(wall_seconds=3)
+    with pytest.raises(ConfigError, match="fields of SandboxConfig"):
+        PythonTool(timeout=3)
+    with pytest.raises(ConfigError, match="both config= and limits"):
+        PythonTool(SandboxConfig(), wall_seconds=3)
 
 
 def test_surrogates_in_code_do_not_raise(tool: PythonTool) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wikisim.errors import BackendError
+from wikisim.errors import BackendError, ConfigError
 from wikisim.tools.sandbox.config import SandboxConfig, SandboxResult
 from wikisim.tools.sandbox.host import run_sandboxed
 
@@ -35,12 +35,22 @@ def run_python(code: str, limits: SandboxConfig | None = None) -> SandboxResult:
 
 
 class PythonTool:
-    """The `python` tool of the env: `{"code": str}` -> observation text; never raises on bad calls."""
+    """The `python` tool of the env: `{"code": str}` -> observation text; never raises on bad calls.
+
+    A bad call (or a host where no sandbox starts) gives text starting with "Error:", as the other
+    tools do; code that runs and fails gives its traceback under "[error]".
+    """
 
     name = "python"
 
-    def __init__(self, config: SandboxConfig | None = None) -> None:
-        self.config = config or SandboxConfig()
+    def __init__(self, config: SandboxConfig | None = None, **limits: Any) -> None:
+        """Either a `SandboxConfig` or its fields as keywords: `PythonTool(wall_seconds=5)`."""
+        if config is not None and limits:
+            raise ConfigError(f"PythonTool got both config= and limits {sorted(limits)}; pass one of them")
+        try:
+            self.config = config or SandboxConfig(**limits)
+        except TypeError as exc:
+            raise ConfigError(f"PythonTool: {exc}; the limits are the fields of SandboxConfig") from exc
         description = DESCRIPTION.format(wall=self.config.wall_seconds, cpu=self.config.cpu_seconds,
                                          mem=self.config.memory_mb, chars=self.config.output_chars)
         self.schema: dict[str, Any] = {
@@ -81,12 +91,12 @@ class PythonTool:
     def __call__(self, *args: Any, **arguments: Any) -> str:
         if args:
             if len(args) > 1 or arguments:
-                return "[error]\nthe python tool takes one argument, 'code'; accepted: {\"code\": \"<python source>\"}"
+                return "Error: the python tool takes one argument, 'code'; accepted: {\"code\": \"<python source>\"}"
             arguments = {"code": args[0]}
         problem = self.check(arguments)
         if problem is not None:
-            return f"[error]\n{problem}"
+            return f"Error: {problem}"
         try:
             return self.run(arguments["code"]).observation
         except BackendError as exc:
-            return f"[error]\nthe python sandbox is unavailable on this host: {exc}"
+            return f"Error: the python sandbox is unavailable on this host: {exc}"
