@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from wikisim.corpus import Page, PageStore, PageStoreWriter, Redirect, read_pages
+from wikisim.corpus import Page, PageStore, PageStoreWriter, Redirect
 from wikisim.paths import SAMPLE_DUMP
 
 
 @pytest.fixture(scope="module")
-def sample() -> tuple[list[Page | Redirect], object]:
-    stream = read_pages([SAMPLE_DUMP])
-    return list(stream), stream.report
+def sample(sample_read) -> tuple[list[Page | Redirect], object]:
+    return sample_read
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ Supported: MediaWiki XML export; WikiExtractor `<doc>` text and its `--json` lin
 JSONL passages (`{"id","contents"}` with a quoted title line as DPR/pyserini write it,
 or `{"id","title","text"}`); JSON corpus documents (HotpotQA's title -> sentences,
 MuSiQue's and 2Wiki's list of `{"title","text"}`). Any file may be .bz2 or .gz.
-Passages of one title that follow each other become one page; a JSON document is
-small enough to load, so its passages are grouped by title wherever they sit.
+Passages of one title become one page, paragraphs in order, wherever they sit in the file
+(JSONL: by byte offsets, the text stays on disk; a JSON document is one value, so it is loaded).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import html
 import io
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -82,13 +83,14 @@ def open_input(path: Path) -> Iterator[RawPage]:
         if fmt == "mediawiki-xml":
             yield from read_xml(path, stream)
             return
+        if fmt.startswith(("jsonl", "wikiextractor-json")):
+            yield from _jsonl(path, stream, fmt)
+            return
         lines = io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
         if fmt == "wikiextractor":
             yield from _wikiextractor(path, lines)
-        elif fmt == "json-document":
-            yield from _json_document(path, lines)
         else:
-            yield from _jsonl(path, lines, fmt)
+            yield from _json_document(path, lines)
     except (EOFError, OSError) as e:
         raise CorpusError(f"{path}: truncated or corrupt ({e}); re-download the file") from e
     finally:
@@ -126,44 +128,66 @@ def _extracted(doc_id: str, title: str, body: list[str]) -> RawPage:
 
 
 def _dpr_title(contents: str) -> tuple[str, str]:
-    """DPR/pyserini `contents`: a quoted title line, then the passage."""
-    first, _, rest = contents.partition("\n")
+    """DPR/pyserini `contents`: a title line (quoted as DPR writes it, or bare), then the passage."""
+    first, nl, rest = contents.partition("\n")
+    if not nl:
+        return "", contents
+    first = first.strip()
     if len(first) >= 2 and first[0] == first[-1] == '"':
-        return first[1:-1], rest
-    return "", contents
+        first = first[1:-1]
+    return first, rest
 
 
-def _jsonl(path: Path, lines: Iterator[str], fmt: str) -> Iterator[RawPage]:
-    title: str | None = None
-    paras: list[str] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            if fmt == "jsonl-contents":
-                t, text = _dpr_title(rec["contents"])
-                if not t:
-                    yield RawPage("skip", None, str(rec.get("id", "")),
-                                  f"no quoted title line in contents at line {n}")
-                    continue
-            else:
-                t, text = rec["title"], rec["text"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise CorpusError(f"{path}:{n}: not a {fmt} record ({type(e).__name__}: {e}); "
-                              f"{EXPECTED}") from e
-        if fmt == "wikiextractor-json":
-            doc_id = str(rec.get("id", ""))
-            body = text.split("\n")
-            yield _extracted(doc_id, t, body)
-            continue
-        if t != title and title is not None:
-            yield RawPage("text", None, title, "\n".join(paras))
+def _record(path: Path, n: int, line: bytes, fmt: str) -> tuple[str, str, dict]:
+    try:
+        rec = json.loads(line)
+        if fmt == "jsonl-contents":
+            title, text = _dpr_title(rec["contents"])
+        else:
+            title, text = rec["title"], rec["text"]
+        return str(title), str(text), rec
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise CorpusError(f"{path}:{n}: not a {fmt} record ({type(e).__name__}: {e}); "
+                          f"{EXPECTED}") from e
+
+
+def _jsonl(path: Path, stream: BinaryIO, fmt: str) -> Iterator[RawPage]:
+    """Passages grouped by title in order of first appearance, wherever the repeats sit.
+
+    Pass 1 keeps only byte offsets per title (the passages stay on disk: a compressed
+    input is spooled to a temporary file), pass 2 reads each title's passages back.
+    """
+    if fmt == "wikiextractor-json":
+        for n, line in enumerate(stream, 1):
+            if line.strip():
+                title, text, rec = _record(path, n, line, fmt)
+                yield _extracted(str(rec.get("id", "")), title, text.split("\n"))
+        return
+    seekable = isinstance(stream, io.BufferedReader)
+    src: BinaryIO = stream if seekable else tempfile.TemporaryFile()  # type: ignore[assignment]  # noqa: SIM115
+    try:
+        offsets: dict[str, list[int]] = {}
+        pos = 0
+        for n, line in enumerate(stream, 1):
+            if not seekable:
+                src.write(line)
+            start, pos = pos, pos + len(line)
+            if not line.strip():
+                continue
+            title, _, rec = _record(path, n, line, fmt)
+            if not title.strip():
+                yield RawPage("skip", None, str(rec.get("id", "")), f"no title: line {n}")
+                continue
+            offsets.setdefault(title, []).append(start)
+        for title, starts in offsets.items():
             paras = []
-        title = t
-        paras.append(text)
-    if title is not None:
-        yield RawPage("text", None, title, "\n".join(paras))
+            for start in starts:
+                src.seek(start)
+                paras.append(_record(path, 0, src.readline(), fmt)[1])
+            yield RawPage("text", None, title, "\n".join(paras))
+    finally:
+        if not seekable:
+            src.close()
 
 
 def _json_document(path: Path, lines: io.TextIOWrapper) -> Iterator[RawPage]:

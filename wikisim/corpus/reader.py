@@ -12,7 +12,6 @@ import multiprocessing
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
 from os import PathLike
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from wikisim.corpus.page import Page, Redirect, Section, normalize_title
 from wikisim.corpus.raw import RawPage
 from wikisim.corpus.report import IngestReport, SkippedPage
 from wikisim.corpus.wikitext import clean_block, first_sentence, parse_wikitext
-from wikisim.errors import ConfigError
+from wikisim.errors import ConfigError, CorpusError
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,19 @@ def _convert_chunk(chunk: list[RawPage]) -> list[Result]:
 
 
 def _chunks(items: Iterable[RawPage], n: int) -> Iterator[list[RawPage]]:
-    it = iter(items)
-    while chunk := list(islice(it, n)):
+    """Chunks of `n`; when the input breaks, the pages read before it still come out first."""
+    chunk: list[RawPage] = []
+    try:
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == n:
+                yield chunk
+                chunk = []
+    except CorpusError:
+        if chunk:
+            yield chunk
+        raise
+    if chunk:
         yield chunk
 
 
@@ -133,11 +143,17 @@ class PageStream(Iterator[Page | Redirect]):
                 yield chunk, _convert_chunk(chunk)
             return
         pending: deque = deque()
-        for chunk in _chunks(raws, CHUNK_PAGES):
-            pending.append((chunk, pool.apply_async(_convert_chunk, (chunk,))))
-            if len(pending) >= 4 * self._workers:
+        try:
+            for chunk in _chunks(raws, CHUNK_PAGES):
+                pending.append((chunk, pool.apply_async(_convert_chunk, (chunk,))))
+                if len(pending) >= 4 * self._workers:
+                    done, res = pending.popleft()
+                    yield done, res.get()
+        except CorpusError:
+            while pending:  # the pages read before the break still come out
                 done, res = pending.popleft()
                 yield done, res.get()
+            raise
         while pending:
             done, res = pending.popleft()
             yield done, res.get()
