@@ -16,6 +16,7 @@ import pytest
 from wikisim.errors import ConfigError
 from wikisim.tools.base import Tool
 from wikisim.tools.python_sandbox import PythonTool, SandboxConfig, run_python
+from wikisim.tools.sandbox import cgroups
 from wikisim.tools.sandbox.host import run_sandboxed
 
 LIMITS = SandboxConfig(wall_seconds=2.0, cpu_seconds=1, memory_mb=512, max_processes=16,
@@ -30,10 +31,12 @@ def tool() -> PythonTool:
 
 
 @pytest.fixture(autouse=True)
-def _no_workdir_left_behind() -> Iterator[None]:
+def _nothing_left_behind() -> Iterator[None]:
     yield
     for base in {tempfile.gettempdir(), "/tmp"}:
         assert glob.glob(f"{base}/wikisim-py-{os.getpid()}-*") == [], "a sandbox working directory was left behind"
+    for _, parent, _, _ in cgroups._parents():
+        assert glob.glob(f"{parent}/wikisim-py-{os.getpid()}-*") == [], "a per-call cgroup was left behind"
 
 
 def _live_processes_of_uid(uid: int) -> list[int]:
@@ -85,7 +88,8 @@ def test_print_and_metadata(tool: PythonTool) -> None:
     assert ("socket-patch" in result.layers) == (result.network_isolation == "interpreter")
     if os.geteuid() == 0:  # this machine: root, unshare and Landlock allowed
         assert result.network_isolation == "netns" and "uid" in result.layers
-        assert result.process_cap == "rlimit_nproc_private_uid"
+        assert result.process_cap in ("cgroup_pids", "rlimit_nproc_private_uid")
+    assert (result.memory_cap == "cgroup") == ("cgroup-memory" in result.layers)
 
 
 def test_numpy_importable(tool: PythonTool) -> None:
@@ -237,6 +241,22 @@ def test_allocating_20_gb_fails_inside(tool: PythonTool) -> None:
     assert "MemoryError" in result.observation and "caps memory" in result.observation
     numpy_result = tool.run("import numpy as np\nx = np.ones(20 * 10**9 // 8)")
     assert "MemoryError" in numpy_result.observation or "Unable to allocate" in numpy_result.observation
+
+
+def test_memory_cap_covers_the_whole_process_tree() -> None:
+    tool = PythonTool(SandboxConfig(wall_seconds=15, memory_mb=512))
+    code = PRINT_UID + (
+        "import time\npids = []\nfor i in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        x = b'1' * (200 * 2**20)  # touched, so resident\n        time.sleep(1)\n        os._exit(0)\n"
+        "    pids.append(pid)\n"
+        "print('statuses', sorted(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids))"
+    )
+    result = tool.run(code)
+    if result.memory_cap != "cgroup":
+        pytest.skip("no memory cgroup on this host: RLIMIT_AS caps each process only")
+    statuses = re.search(r"statuses \[(.*)\]", result.stdout)
+    assert statuses and "-9" in statuses.group(1), result.observation  # 800 MB > 512 MB: the kernel killed some
+    _assert_no_strays(result.stdout)
 
 
 def test_cannot_write_outside_the_working_directory(tool: PythonTool, tmp_path: Path) -> None:

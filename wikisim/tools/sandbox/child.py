@@ -200,6 +200,10 @@ def main():
     libc = _libc()
     netns = mountns = False
     try:
+        for path, kind in cfg["cgroups"]:  # made by the host; joined while still root
+            with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                fh.write(str(os.getpid()))
+            layers.append(f"cgroup-{kind}")
         if cfg["try_netns"]:
             netns, mountns = _namespaces(libc, cfg, layers)
         workdir = NS_WORKDIR if mountns else cfg["workdir"]
@@ -216,8 +220,11 @@ def main():
         os.write(out, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         os._exit(70)
     setup = {"net": "netns" if netns else "interpreter", "fs": fs, "layers": layers,
-             "nproc": "rlimit_nproc_private_uid" if "uid" in layers else "process_group"}
+             "memory": "cgroup" if "cgroup-memory" in layers else "rlimit_as",
+             "nproc": "cgroup_pids" if "cgroup-pids" in layers
+             else "rlimit_nproc_private_uid" if "uid" in layers else "process_group"}
     os.write(out, (json.dumps(setup) + "\n").encode())
+    os.set_inheritable(out, False)  # programs the code execs do not get the report pipe
     code = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)

@@ -7,10 +7,11 @@ from typing import Literal
 
 from wikisim.errors import ConfigError
 
-KilledReason = Literal["wall_clock_limit", "cpu_limit", "output_limit", "signal"]
+KilledReason = Literal["wall_clock_limit", "cpu_limit", "memory_limit", "output_limit", "signal"]
 NetworkIsolation = Literal["netns", "interpreter"]
 FsIsolation = Literal["landlock", "uid", "none"]
-ProcessCap = Literal["rlimit_nproc_private_uid", "process_group"]
+ProcessCap = Literal["cgroup_pids", "rlimit_nproc_private_uid", "process_group"]
+MemoryCap = Literal["cgroup", "rlimit_as"]
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,9 @@ class SandboxConfig:
     Attributes:
         wall_seconds: wall-clock limit from spawn to exit; the whole process tree is killed after.
         cpu_seconds: CPU-time limit (RLIMIT_CPU) of the sandboxed process.
-        memory_mb: address-space cap (RLIMIT_AS) per process; numpy needs about 200 MB.
-        max_processes: process/thread cap (RLIMIT_NPROC under a private uid).
+        memory_mb: address-space cap (RLIMIT_AS) per process, and where a memory cgroup can be
+            made, the cap on the whole call's resident memory (its tmpfs included).
+        max_processes: process/thread cap (a pids cgroup, or RLIMIT_NPROC under a private uid).
         output_chars: characters kept of stdout and of stderr each; the rest is cut with a marker.
         max_file_mb: largest file the code may write in its working directory (RLIMIT_FSIZE).
         max_code_chars: longest program accepted.
@@ -85,6 +87,7 @@ class SandboxResult:
     network_isolation: NetworkIsolation
     fs_isolation: FsIsolation
     process_cap: ProcessCap
+    memory_cap: MemoryCap  # "cgroup": the whole tree of the call; "rlimit_as": each process
     layers: tuple[str, ...] = ()  # every layer applied, e.g. ("netns", "mountns", "uid", "landlock-abi7")
 
     @property

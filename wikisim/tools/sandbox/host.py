@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from wikisim.errors import BackendError
+from wikisim.tools.sandbox import cgroups
 from wikisim.tools.sandbox.config import SandboxConfig, SandboxResult
 
 CHILD_SOURCE = Path(__file__).with_name("child.py").read_text(encoding="utf-8")
@@ -142,8 +143,8 @@ class _Stream:
         return text[:chars] + f"\n[... {label} truncated: showing the first {chars} characters ...]", True
 
 
-def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: SandboxConfig
-               ) -> tuple[dict[str, _Stream], str | None, int | None]:
+def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: SandboxConfig,
+               groups: list[cgroups.CallCgroup]) -> tuple[dict[str, _Stream], str | None, int | None]:
     """Feed the code, collect output until exit, deadline or flood; returns (streams, killed, uid)."""
     keep = 4 * config.output_chars
     streams = {"stdout": _Stream(keep), "stderr": _Stream(keep), "report": _Stream(1 << 20)}
@@ -190,6 +191,7 @@ def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: Sand
             killed = "output_limit"
     plan = _plan()
     uid = plan["uid_base"] + proc.pid if plan["drop_uid"] else None
+    cgroups.kill_members(groups)
     _sweep(proc.pid, uid)
     _drain(sel, streams, fds)
     sel.close()
@@ -216,8 +218,8 @@ def _drain(sel: selectors.BaseSelector, streams: dict[str, _Stream], fds: dict[i
                 open_fds.discard(key.fd)
 
 
-def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig
-                 ) -> tuple[str | None, str | None]:
+def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig,
+                 oom_kills: int) -> tuple[str | None, str | None]:
     """(killed_reason, error text) for how the run ended."""
     if killed == "wall_clock_limit":
         return killed, f"TimeoutError: the code ran past the wall-clock limit of {config.wall_seconds:g} s and was stopped."
@@ -229,6 +231,9 @@ def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, conf
     if returncode < 0:
         sig = -returncode
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if oom_kills and sig == signal.SIGKILL:
+            return "memory_limit", (f"MemoryError: the code used more than the memory cap of {config.memory_mb} MB "
+                                    "and the kernel stopped it.")
         if sig == signal.SIGXCPU:
             return "cpu_limit", f"CPULimitError: the code used more than the CPU limit of {config.cpu_seconds} s and was stopped."
         return "signal", f"Killed: the process was killed by signal {name}."
@@ -245,7 +250,8 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
     plan = _plan()
     workdir = _make_workdir(plan["drop_uid"])
     report_r, report_w = os.pipe()
-    cfg = dict(plan, try_netns=namespaces, workdir=workdir, report_fd=report_w, cpu_seconds=config.cpu_seconds,
+    groups = cgroups.create(config.memory_mb * 1024 * 1024, config.max_processes)
+    cfg = dict(plan, try_netns=namespaces, workdir=workdir, cgroups=[[g.path, g.kind] for g in groups], report_fd=report_w, cpu_seconds=config.cpu_seconds,
                memory_mb=config.memory_mb, max_processes=config.max_processes,
                max_file_mb=config.max_file_mb)
     env = dict(CHILD_ENV_BASE)  # the child adds HOME, TMPDIR and PWD once it knows its workdir
@@ -259,9 +265,12 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
         finally:
             os.close(report_w)
         with proc:
-            streams, killed, _ = _supervise(proc, code.encode("utf-8", "surrogatepass"), report_r, config)
+            streams, killed, _ = _supervise(proc, code.encode("utf-8", "surrogatepass"), report_r, config, groups)
+        oom_kills = cgroups.oom_kills(groups)
     finally:
         os.close(report_r)
+        for group in groups:
+            cgroups.remove(group)
         shutil.rmtree(workdir, ignore_errors=True)
     lines = [json.loads(line) for line in streams["report"].data.decode("utf-8", "replace").splitlines()
              if line.startswith("{")]
@@ -271,7 +280,7 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
         raise BackendError(f"python sandbox could not start (exit {proc.returncode}): {why}; "
                            "check that the interpreter runs and Landlock/namespaces are not blocked by seccomp")
     outcome = lines[1] if len(lines) > 1 else None
-    killed_reason, error = _stop_reason(killed, outcome, proc.returncode, config)
+    killed_reason, error = _stop_reason(killed, outcome, proc.returncode, config, oom_kills)
     stdout, out_cut = streams["stdout"].text(config.output_chars, "stdout")
     stderr, err_cut = streams["stderr"].text(config.output_chars, "stderr")
     return SandboxResult(
@@ -279,5 +288,6 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
         timed_out=killed_reason == "wall_clock_limit", killed_reason=killed_reason,
         stdout_truncated=out_cut, stderr_truncated=err_cut,
         network_isolation=setup["net"], fs_isolation=setup["fs"], process_cap=setup["nproc"],
+        memory_cap=setup["memory"],
         layers=tuple(setup["layers"]),
     )
