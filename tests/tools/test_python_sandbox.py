@@ -280,6 +280,30 @@ def test_cannot_read_the_envs_own_files(tool: PythonTool, tmp_path: Path) -> Non
         assert "index-content-7731" not in result.stdout and "__version__" not in result.stdout
 
 
+@pytest.mark.parametrize("code", [
+    "print(open('/proc/1/root{init}').read())",
+    "import os\nprint(open(f'/proc/{{os.getppid()}}/cwd/wikisim/__init__.py').read())",
+    "import os\nprint(open(f'/proc/{{os.getppid()}}/environ').read())",
+    "import os\nos.symlink('{init}', 'link')\nprint(open('link').read())",
+    "import os\nprint(os.listdir('/'), os.listdir('{repo}'))",
+])
+def test_indirect_reads_of_the_envs_files_fail(tool: PythonTool, code: str) -> None:
+    init = PACKAGE_DIR / "__init__.py"
+    result = tool.run(code.format(init=init, repo=PACKAGE_DIR.parent))
+    assert re.search(r"PermissionError|FileNotFoundError|OSError", result.observation), result.observation
+    assert result.stdout == ""
+
+
+def test_namespace_has_no_route_out(tool: PythonTool) -> None:
+    result = tool.run(
+        "import socket\nprint(socket.if_nameindex())\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('192.0.2.1', 53))"
+    )
+    if result.network_isolation != "netns":
+        pytest.skip("no network namespace on this host")
+    assert result.stdout == "[(1, 'lo')]\n" and "Network is unreachable" in result.observation
+
+
 def test_cannot_open_a_socket(tool: PythonTool) -> None:
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
