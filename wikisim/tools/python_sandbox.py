@@ -67,7 +67,8 @@ class PythonTool:
         }
 
     def run(self, code: str) -> SandboxResult:
-        """The structured result (with isolation metadata); raises BackendError if no sandbox starts."""
+        """The structured result (with isolation metadata); raises BackendError if no sandbox starts
+        (and OSError if the host cannot spawn a process at all)."""
         return run_sandboxed(code, self.config)
 
     def check(self, arguments: dict[str, Any]) -> str | None:
@@ -98,5 +99,5 @@ class PythonTool:
             return f"Error: {problem}"
         try:
             return self.run(arguments["code"]).observation
-        except BackendError as exc:
+        except (BackendError, OSError) as exc:  # no sandbox here, or the host is out of processes/fds
             return f"Error: the python sandbox is unavailable on this host: {exc}"

@@ -144,8 +144,8 @@ class _Stream:
 
 
 def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: SandboxConfig,
-               groups: list[cgroups.CallCgroup]) -> tuple[dict[str, _Stream], str | None, int | None]:
-    """Feed the code, collect output until exit, deadline or flood; returns (streams, killed, uid)."""
+               groups: list[cgroups.CallCgroup]) -> tuple[dict[str, _Stream], str | None]:
+    """Feed the code, collect output until exit, deadline or flood, kill the tree; (streams, killed)."""
     keep = 4 * config.output_chars
     streams = {"stdout": _Stream(keep), "stderr": _Stream(keep), "report": _Stream(1 << 20)}
     sel = selectors.DefaultSelector()
@@ -199,7 +199,7 @@ def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: Sand
     if not proc.stdin.closed:
         proc.stdin.close()
     proc.wait()
-    return streams, killed, uid
+    return streams, killed
 
 
 def _drain(sel: selectors.BaseSelector, streams: dict[str, _Stream], fds: dict[int, str]) -> None:
@@ -216,6 +216,25 @@ def _drain(sel: selectors.BaseSelector, streams: dict[str, _Stream], fds: dict[i
             else:
                 sel.unregister(key.fd)
                 open_fds.discard(key.fd)
+
+
+def _parse_report(data: bytes) -> tuple[dict | None, dict | None]:
+    """(setup, outcome) from the report pipe. The code can write to that pipe too, so lines that
+    are not well-formed are skipped and the last well-formed outcome wins (the real one is
+    written last, after the code has run)."""
+    setup = outcome = None
+    for i, line in enumerate(data.decode("utf-8", "replace").splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if i == 0:
+            setup = record
+        elif isinstance(record.get("status"), int) and isinstance(record.get("error"), str | None):
+            outcome = record
+    return setup, outcome
 
 
 def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig,
@@ -251,7 +270,8 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
     workdir = _make_workdir(plan["drop_uid"])
     report_r, report_w = os.pipe()
     groups = cgroups.create(config.memory_mb * 1024 * 1024, config.max_processes)
-    cfg = dict(plan, try_netns=namespaces, workdir=workdir, cgroups=[[g.path, g.kind] for g in groups], report_fd=report_w, cpu_seconds=config.cpu_seconds,
+    cfg = dict(plan, try_netns=namespaces, workdir=workdir, report_fd=report_w,
+               cgroups=[[g.path, g.kind] for g in groups], cpu_seconds=config.cpu_seconds,
                memory_mb=config.memory_mb, max_processes=config.max_processes,
                max_file_mb=config.max_file_mb)
     env = dict(CHILD_ENV_BASE)  # the child adds HOME, TMPDIR and PWD once it knows its workdir
@@ -265,21 +285,18 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
         finally:
             os.close(report_w)
         with proc:
-            streams, killed, _ = _supervise(proc, code.encode("utf-8", "surrogatepass"), report_r, config, groups)
+            streams, killed = _supervise(proc, code.encode("utf-8", "surrogatepass"), report_r, config, groups)
         oom_kills = cgroups.oom_kills(groups)
     finally:
         os.close(report_r)
         for group in groups:
             cgroups.remove(group)
         shutil.rmtree(workdir, ignore_errors=True)
-    lines = [json.loads(line) for line in streams["report"].data.decode("utf-8", "replace").splitlines()
-             if line.startswith("{")]
-    setup = lines[0] if lines else None
+    setup, outcome = _parse_report(bytes(streams["report"].data))
     if setup is None or "setup_error" in setup:
         why = setup["setup_error"] if setup else streams["stderr"].data.decode("utf-8", "replace")[-2000:]
         raise BackendError(f"python sandbox could not start (exit {proc.returncode}): {why}; "
                            "check that the interpreter runs and Landlock/namespaces are not blocked by seccomp")
-    outcome = lines[1] if len(lines) > 1 else None
     killed_reason, error = _stop_reason(killed, outcome, proc.returncode, config, oom_kills)
     stdout, out_cut = streams["stdout"].text(config.output_chars, "stdout")
     stderr, err_cut = streams["stderr"].text(config.output_chars, "stderr")
