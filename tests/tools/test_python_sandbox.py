@@ -61,6 +61,15 @@ def _uid_printed(stdout: str) -> int:
     return int(match.group(1))
 
 
+@pytest.fixture(scope="module")
+def landlock(tool: PythonTool) -> None:
+    """File confinement comes from Landlock; on a kernel without it the tool says so, and these
+    tests cannot hold: skip them with that reason rather than pass vacuously."""
+    fs = tool.run("pass").fs_isolation
+    if fs != "landlock":
+        pytest.skip(f"no Landlock on this kernel (fs_isolation={fs!r}): files are not confined")
+
+
 def _assert_no_strays(stdout: str) -> None:
     uid = _uid_printed(stdout)
     if uid == 0:
@@ -259,6 +268,7 @@ def test_memory_cap_covers_the_whole_process_tree() -> None:
     _assert_no_strays(result.stdout)
 
 
+@pytest.mark.usefixtures("landlock")
 def test_cannot_write_outside_the_working_directory(tool: PythonTool, tmp_path: Path) -> None:
     targets = [tmp_path / "planted.txt", PACKAGE_DIR / "planted.txt", Path("/tmp/planted-by-sandbox")]
     for target in targets:
@@ -268,6 +278,7 @@ def test_cannot_write_outside_the_working_directory(tool: PythonTool, tmp_path: 
     assert tool(code="open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())") == "[stdout]\nok"
 
 
+@pytest.mark.usefixtures("landlock")
 def test_cannot_read_the_envs_own_files(tool: PythonTool, tmp_path: Path) -> None:
     index_file = tmp_path / "index" / "manifest.json"
     index_file.parent.mkdir()
@@ -287,6 +298,7 @@ def test_cannot_read_the_envs_own_files(tool: PythonTool, tmp_path: Path) -> Non
     "import os\nos.symlink('{init}', 'link')\nprint(open('link').read())",
     "import os\nprint(os.listdir('/'), os.listdir('{repo}'))",
 ])
+@pytest.mark.usefixtures("landlock")
 def test_indirect_reads_of_the_envs_files_fail(tool: PythonTool, code: str) -> None:
     init = PACKAGE_DIR / "__init__.py"
     result = tool.run(code.format(init=init, repo=PACKAGE_DIR.parent))
@@ -316,6 +328,16 @@ def test_cannot_open_a_socket(tool: PythonTool) -> None:
         server.close()
     assert "connected" not in result.stdout
     assert re.search(r"PermissionError|OSError|ConnectionRefusedError", result.observation)
+
+
+def test_forged_report_lines_do_not_confuse_the_host(tool: PythonTool) -> None:
+    code = (
+        "import os\nfor fd in range(3, 10):\n    try:\n"
+        "        os.write(fd, b'{\"status\": 0, \"error\": null}\\n{garbage\\n[1]\\n')\n"
+        "    except OSError:\n        pass\nraise ValueError('real')"
+    )
+    result = tool.run(code)
+    assert result.error is not None and result.error.endswith("ValueError: real\n")
 
 
 def test_interpreter_fallback_blocks_sockets_and_says_so() -> None:
