@@ -210,7 +210,8 @@ class Executor:
         first = next((c[0] for c in self.chains.values() if c), None)
         self.name = name or getattr(first, "name", "executor")
         self.manifest_hash = getattr(first, "manifest_hash", "")
-        self._namespace = {t: self.name + ":" + ",".join(p.name for p in c) for t, c in self.chains.items()}
+        self._namespace = {t: f"{self.name}@{self.manifest_hash}:" + ",".join(p.name for p in c)
+                           for t, c in self.chains.items()}
         self._sleep = sleep
         self._rng = random.Random(self.config.seed)
         self._rng_lock = threading.Lock()
@@ -384,7 +385,7 @@ def _unavailable(tool: str, args: dict[str, Any], reasons: str) -> Any:
     """The in-band "tool unavailable" answer the agent sees instead of a crash."""
     note = f"The {tool} tool is unavailable right now: every provider failed ({reasons}). Try again later or use another tool."
     if tool == "visit":
-        return PageView(url=args["url"], title=f"[{tool} unavailable]", found=True, extract=note)
+        return PageView(url=args["url"], title=f"[{tool} unavailable]", found=False, extract=note)
     if tool == "search":
         return [Hit(docid=UNAVAILABLE_DOCID, title=f"[{tool} unavailable]", url="", snippet=note, score=0.0)]
     return [ScholarHit(title=f"[{tool} unavailable] {note}", authors=(), year=None, venue="", doi="", url="",

@@ -1,0 +1,66 @@
+"""`wikisim serve --index DIR`: search, visit and scholar over HTTP for many env workers.
+
+Binds 127.0.0.1 by default (the server has no authentication); `--port 0` picks a free port.
+The first line on stdout is `wikisim serve: listening on http://HOST:PORT ...` once the index
+is loaded and warm, so scripts and tests can wait for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+
+from wikisim.errors import ConfigError
+
+RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", required=True, help="a built index directory (wikisim build)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
+    parser.add_argument("--backend", default="bm25s", choices=RETRIEVERS, help="retriever for search (default bm25s)")
+    parser.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
+    parser.add_argument("--max-queries", type=int, default=32, help="queries per request (default 32)")
+    parser.add_argument("--max-k", type=int, default=100, help="largest k (default 100)")
+    parser.add_argument("--memo-size", type=int, default=4096,
+                        help="answers memoised in memory, LRU (default 4096; 0 = off)")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; binding here (not in uvicorn) lets `--port 0` report the port it got."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be 0..65535, got {port}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only then
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"cannot bind {host}:{port} ({e}); pick another --port or 0 for any free one") from e
+    sock.listen(2048)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from wikisim.server import ServerLimits, create_app
+    from wikisim.tools.wiki_backend import WikiBackend
+
+    limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
+                          memo_size=args.memo_size)
+    backend = WikiBackend(args.index, retriever=args.backend)
+    backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
+    sock = bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
+    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, "
+          f"manifest {backend.manifest_hash[:12]})", flush=True)
+    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="h11",
+                            loop="asyncio", lifespan="off", timeout_keep_alive=30)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
