@@ -1,14 +1,17 @@
 """The `python` tool: run the agent's code in a fresh locked-down process, return what it printed.
 
-    tool = PythonTool(SandboxConfig(wall_seconds=5))
+    tool = PythonTool(wall_seconds=5)
     tool(code="print(1 + 1)")        # -> "[stdout]\\n2"
-    tool.run("print(1 + 1)").layers  # -> ("netns", "mountns", "uid", "landlock-abi7") on a root Linux host
+    tool.run("print(1 + 1)").layers  # on a root Linux host:
+    # ("cgroup-pids", "cgroup-memory", "netns", "mountns", "uid", "landlock-abi7")
 
-Each call is a new process (no state carries over between calls) in its own network namespace
-(or, where unshare is refused, with sockets disabled inside the interpreter), under a private
-uid with RLIMIT_CPU/AS/NPROC/FSIZE, confined by Landlock to reading the interpreter and
-libraries and writing only a fresh working directory that is deleted afterwards. Every process
-the call started is killed before the call returns. `SandboxResult` says which layers applied.
+Each call is a new process (no state carries over between calls). Where the host allows, in
+order: per-call memory and pids cgroups (caps on the whole process tree), a network namespace
+with only a down loopback (else sockets are disabled inside the interpreter), a mount namespace
+with a private /tmp as working directory, a private uid (RLIMIT_NPROC counts only this call;
+the host's processes cannot be signalled), Landlock (read the interpreter and libraries, write
+only the working directory; no TCP; no signals out), plus RLIMIT_CPU/AS/FSIZE. Every process the
+call started is killed before the call returns. `SandboxResult` says which layers were applied.
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 Not imported by the host: its source is passed to `python -S -s -P -c` so that it runs before
 any site-packages code. Standard library only. It runs as root when the host is root and, in
-this order: enters new network and mount namespaces, exposes the interpreter if its prefix is
-not world-readable, sets rlimits, chowns its working directory, drops to a private uid, applies
-Landlock, reports on the report fd (one JSON line) what it really applied, reads the code from stdin and
-runs it in a fresh `__main__`. The outcome goes there as a second JSON line.
+this order: joins the cgroups the host made, enters new network and mount namespaces (private
+/tmp and /run; the interpreter re-exposed if its prefix is not world-readable), sets rlimits,
+drops to a private uid, applies Landlock, reports on the report fd (one JSON line) what it
+really applied, reads the code from stdin and runs it in a fresh `__main__`. The outcome goes
+there as a second JSON line.
 """
 
 import ctypes

@@ -96,7 +96,8 @@ class SandboxResult:
 
     @property
     def observation(self) -> str:
-        """The text the agent sees: deterministic (no timings, no paths of the host, no metadata)."""
+        """The text the agent sees: the same for the same code on the same host (no timings, no
+        per-call paths, no isolation metadata), except where a limit stopped the code mid-way."""
         parts = []
         if self.stdout:
             parts.append("[stdout]\n" + self.stdout.rstrip("\n"))
