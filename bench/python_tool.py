@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -63,6 +64,8 @@ def main() -> int:
         "code": args.code,
         "host": platform.node(),
         "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "loadavg_1m_after": os.getloadavg()[0],  # the machine is shared: read figures against it
         "isolation": {"network": first.network_isolation, "fs": first.fs_isolation,
                       "process_cap": first.process_cap, "layers": list(first.layers)},
         "python_tool": summary(tool_ms),
@@ -73,7 +76,8 @@ def main() -> int:
     report["target_p50_ms"] = 150.0
     report["meets_target"] = report["python_tool"]["p50_ms"] < 150.0
 
-    print(f"isolation: {', '.join(first.layers)}")
+    print(f"isolation: {', '.join(first.layers)}   load average (1 min): {report['loadavg_1m_after']:.1f} "
+          f"on {report['cpus']} CPUs")
     for name in ("python_tool", "bare_subprocess"):
         s = report[name]
         print(f"{name:16s} p50 {s['p50_ms']:7.1f} ms   p99 {s['p99_ms']:7.1f} ms   mean {s['mean_ms']:7.1f} ms")
