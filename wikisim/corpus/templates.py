@@ -61,11 +61,18 @@ def is_citation(name: str) -> bool:
     return name.startswith(_CITE_NAMES)
 
 
+_CITE_KEYS = frozenset({"title", "chapter", "script-title", "trans-title", "url", "doi", "authors",
+                        "author", "people", "vauthors", "last", "first", "year", "date",
+                        "publication-date", "orig-year", *_VENUE_KEYS})
+_NUMBERED = re.compile(r"^(?:author|last|first)[0-9]+$")
+
+
 def _args(tpl: Template, clean: Callable[[object], str]) -> dict[str, str]:
+    """The citation's fields that a `Citation` keeps (access dates, ISBNs... are not cleaned)."""
     out: dict[str, str] = {}
     for p in tpl.params:
         key = str(p.name).strip().lower()
-        if key and key not in out:
+        if key not in out and (key in _CITE_KEYS or _NUMBERED.match(key)):
             value = clean(p.value)
             if value:
                 out[key] = value

@@ -54,7 +54,6 @@ NON_PROSE_SECTIONS = frozenset({"references", "notes", "footnotes", "external li
                                 "einzelnachweise", "weblinks", "literatur", "notes and citations"})
 
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n")
-_WS = re.compile(r"[ \t\r\f\v\u00a0]+")
 _EMPTY_PARENS = re.compile(r"\(\s*[,;:.–—-]*\s*\)|\[\s*\]")
 _SPACE_PUNCT = re.compile(r"\s+([,.;:!?)\]])")
 _OPEN_SPACE = re.compile(r"([(\[])\s+")
@@ -63,6 +62,7 @@ _PAREN_LEAD = re.compile(r"\(\s*[,;]\s*")
 _QUOTES = re.compile(r"'{2,}")
 _MAGIC = re.compile(r"__[A-Z]+__")
 _NOISE_LINE = re.compile(r"^[\W_]*$")
+_NEEDS_TIDY = re.compile(r"[<'(\[]|__| [,.;:!?)\]]|[,;] ?[,;]")
 # markup the parser left as text (e.g. a <ref> it could not close because of stray '')
 _LEFT_REF = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?(</ref>|$)", re.IGNORECASE)
 _LEFT_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?>")
@@ -111,7 +111,9 @@ class _State:
 
 def clean_line(s: str) -> str:
     """Whitespace and leftover punctuation of removed markup, tidied on one line."""
-    s = _WS.sub(" ", s)
+    s = " ".join(s.split())
+    if not _NEEDS_TIDY.search(s):
+        return s
     if "<" in s:
         s = _LEFT_TAG.sub("", _LEFT_REF.sub("", s))
     if "'" in s:
@@ -124,7 +126,7 @@ def clean_line(s: str) -> str:
         s = _MAGIC.sub("", s)
     s = _SPACE_PUNCT.sub(r"\1", s)
     s = _DOUBLE_PUNCT.sub(r"\1", s)
-    return _WS.sub(" ", s).strip()
+    return " ".join(s.split())
 
 
 def clean_block(raw: str) -> str:
@@ -173,6 +175,9 @@ class _Renderer:
         return None
 
     def clean(self, code) -> str:
+        nodes = code.nodes
+        if len(nodes) == 1 and type(nodes[0]) is Text:
+            return clean_line(nodes[0].value)
         buf = _Buf(False)
         self.walk(code.nodes, buf)
         return clean_line(buf.text().replace("\n", " "))
@@ -311,6 +316,7 @@ class _Renderer:
         raws = {id(b): b.text() for _, _, b in st.sections}
         bounds: dict[int, list[int]] = {}
         links: list[Link] = []
+        sentences: dict[tuple[int, int, int], str] = {}
         for s in st.slots:
             raw = raws.get(id(s.buf))
             if raw is None:  # an infobox field: its clean value is the sentence
@@ -323,7 +329,11 @@ class _Renderer:
             lo = b[i - 1] if i else 0
             j = bisect.bisect_left(b, s.end)
             hi = b[j] if j < len(b) else len(raw)
-            links.append(Link(s.target, s.anchor, clean_line(raw[lo:hi]), s.field))
+            key = (id(s.buf), lo, hi)
+            sentence = sentences.get(key)
+            if sentence is None:
+                sentence = sentences[key] = clean_line(raw[lo:hi])
+            links.append(Link(s.target, s.anchor, sentence, s.field))
         sections: list[Section] = []
         parts: list[str] = []
         for sec_title, level, buf in st.sections:
@@ -351,5 +361,5 @@ class _Renderer:
 def parse_wikitext(page_id: int, title: str, wikitext: str) -> Page:
     """Parse one article's wikitext into a `Page` (title normalised, URL derived)."""
     r = _Renderer()
-    r.walk(mwparserfromhell.parse(wikitext).nodes, r.st.sections[0][2])
+    r.walk(mwparserfromhell.parse(wikitext, skip_style_tags=True).nodes, r.st.sections[0][2])
     return r.page(page_id, normalize_title(title))
