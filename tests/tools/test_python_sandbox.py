@@ -16,7 +16,7 @@ import pytest
 from wikisim.errors import ConfigError
 from wikisim.tools.base import Tool
 from wikisim.tools.python_sandbox import PythonTool, SandboxConfig, run_python
-from wikisim.tools.sandbox import cgroups
+from wikisim.tools.sandbox import cgroups, host
 from wikisim.tools.sandbox.host import run_sandboxed
 
 LIMITS = SandboxConfig(wall_seconds=2.0, cpu_seconds=1, memory_mb=512, max_processes=16,
@@ -344,6 +344,17 @@ def test_interpreter_fallback_blocks_sockets_and_says_so() -> None:
     result = run_sandboxed("import socket\nsocket.socket()", LIMITS, namespaces=False)
     assert result.network_isolation == "interpreter" and "socket-patch" in result.layers
     assert "network access is disabled in this sandbox" in result.observation
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the mount namespace (and its setup) is used as root only")
+def test_namespace_setup_failure_falls_back_without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = dict(host._plan(), covers=[("/nonexistent-dir", ["/nonexistent-dir/python"])])
+    monkeypatch.setattr(host, "_plan", lambda: broken)
+    monkeypatch.setattr(host, "_namespaces_failed", [])
+    result = host.run_sandboxed("print('ran')", LIMITS)
+    assert result.stdout == "ran\n" and result.network_isolation == "interpreter"
+    assert "netns" not in result.layers and "nonexistent-dir" in host._namespaces_failed[0]
+    assert host.run_sandboxed("print(2)", LIMITS).network_isolation == "interpreter"  # remembered
 
 
 def test_killing_the_parent_leaves_the_host_unharmed(tool: PythonTool) -> None:

@@ -18,6 +18,7 @@ import struct
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 SYS_LANDLOCK_CREATE, SYS_LANDLOCK_ADD, SYS_LANDLOCK_RESTRICT = 444, 445, 446
@@ -37,10 +38,17 @@ def _err(what):
 
 
 def _namespaces(libc, cfg, layers):
-    """New netns (no interfaces: no network); a mount ns only to expose a hidden interpreter."""
-    flags = CLONE_NEWNET | (CLONE_NEWNS if cfg["drop_uid"] else 0)
+    """New netns (only a down loopback: no network); as root also a mount ns with a private
+    /tmp and /run; not root, the netns comes with a user ns that maps only our own ids."""
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNET | (CLONE_NEWNS if cfg["drop_uid"] else CLONE_NEWUSER)
     if libc.unshare(flags) != 0:
         return False, False
+    if flags & CLONE_NEWUSER:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
+        layers.append("userns")
     layers.append("netns")
     if not flags & CLONE_NEWNS:
         return True, False

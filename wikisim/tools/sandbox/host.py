@@ -43,6 +43,7 @@ CHILD_ENV_BASE = {
     "MKL_NUM_THREADS": "1",
 }
 _READ_CHUNK = 65536
+_namespaces_failed: list[str] = []  # why namespaces could not be set up in this process, if so
 
 
 @functools.cache
@@ -266,6 +267,8 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
     `namespaces=False` skips unshare, as on hosts that refuse it: the network is then blocked
     inside the interpreter and the result says so.
     """
+    if namespaces and _namespaces_failed:
+        namespaces = False
     plan = _plan()
     workdir = _make_workdir(plan["drop_uid"])
     report_r, report_w = os.pipe()
@@ -293,6 +296,11 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
             cgroups.remove(group)
         shutil.rmtree(workdir, ignore_errors=True)
     setup, outcome = _parse_report(bytes(streams["report"].data))
+    if setup is not None and "setup_error" in setup and namespaces:
+        # unshare worked but this host cannot finish the setup inside the namespaces (e.g. a
+        # user ns without access to the interpreter): run without them from now on, and say so.
+        _namespaces_failed.append(setup["setup_error"])
+        return run_sandboxed(code, config, namespaces=False)
     if setup is None or "setup_error" in setup:
         why = setup["setup_error"] if setup else streams["stderr"].data.decode("utf-8", "replace")[-2000:]
         raise BackendError(f"python sandbox could not start (exit {proc.returncode}): {why}; "
