@@ -30,8 +30,11 @@ class Passage:
 
     @property
     def contents(self) -> str:
-        """What the indexes see: the title and heading make short passages findable by topic."""
-        head = f"{self.title}. {self.section}." if self.section else f"{self.title}."
+        """What the indexes see: title line first (pyserini's convention), then heading and text.
+
+        The title and heading make short passages findable by topic.
+        """
+        head = f"{self.title}\n{self.section}." if self.section else self.title
         return f"{head}\n{self.text}"
 
 
