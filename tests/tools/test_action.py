@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from wikisim.tools.action import MAX_ACTION_CHARS, MAX_CALLS_PER_TURN, CallError, ToolCall, parse_action
+from wikisim.tools.action import (
+    MAX_ACTION_CHARS,
+    MAX_CALLS_PER_TURN,
+    CallError,
+    ToolCall,
+    parse_action,
+)
 from wikisim.tools.answer import AnswerTool
 from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
