@@ -38,10 +38,10 @@ def _err(what):
 
 
 def _namespaces(libc, cfg, layers):
-    """New netns (only a down loopback: no network); as root also a mount ns with a private
-    /tmp and /run; not root, the netns comes with a user ns that maps only our own ids."""
+    """New netns (only a down loopback: no network) and mount ns (private /tmp and /run); not
+    root, they come with a user ns that maps only our own ids."""
     uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNET | (CLONE_NEWNS if cfg["drop_uid"] else CLONE_NEWUSER)
+    flags = CLONE_NEWNET | CLONE_NEWNS | (0 if cfg["drop_uid"] else CLONE_NEWUSER)
     if libc.unshare(flags) != 0:
         return False, False
     if flags & CLONE_NEWUSER:
@@ -49,10 +49,7 @@ def _namespaces(libc, cfg, layers):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(text)
         layers.append("userns")
-    layers.append("netns")
-    if not flags & CLONE_NEWNS:
-        return True, False
-    layers.append("mountns")
+    layers += ["netns", "mountns"]
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise _err("making / private")
     for cover, keeps in cfg["covers"]:
@@ -213,8 +210,11 @@ def main():
     netns = mountns = False
     try:
         for path, kind in cfg["cgroups"]:  # made by the host; joined while still root
-            with open(os.path.join(path, "cgroup.procs"), "w") as fh:
-                fh.write(str(os.getpid()))
+            try:
+                with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError:  # e.g. a v2 parent that holds processes itself: go on without
+                continue
             layers.append(f"cgroup-{kind}")
         if cfg["try_netns"]:
             netns, mountns = _namespaces(libc, cfg, layers)
