@@ -90,6 +90,7 @@ def test_schema_and_protocol(tool: PythonTool) -> None:
 
 def test_print_and_metadata(tool: PythonTool) -> None:
     assert tool(code="print(1 + 1)") == "[stdout]\n2"
+    assert tool.last_result is not None and tool.last_result.stdout == "2\n"
     result = tool.run("print(1 + 1)")
     assert result.ok and result.stdout == "2\n" and result.stderr == "" and result.error is None
     assert result.network_isolation in ("netns", "interpreter")

@@ -54,6 +54,7 @@ class PythonTool:
             self.config = config or SandboxConfig(**limits)
         except TypeError as exc:
             raise ConfigError(f"PythonTool: {exc}; the limits are the fields of SandboxConfig") from exc
+        self.last_result: SandboxResult | None = None  # of the last call that ran: for `info`
         description = DESCRIPTION.format(wall=self.config.wall_seconds, cpu=self.config.cpu_seconds,
                                          mem=self.config.memory_mb, chars=self.config.output_chars)
         self.schema: dict[str, Any] = {
@@ -101,6 +102,7 @@ class PythonTool:
         if problem is not None:
             return f"Error: {problem}"
         try:
-            return self.run(arguments["code"]).observation
+            self.last_result = self.run(arguments["code"])
+            return self.last_result.observation
         except (BackendError, OSError) as exc:  # no sandbox here, or the host is out of processes/fds
             return f"Error: the python sandbox is unavailable on this host: {exc}"
