@@ -110,6 +110,13 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.tasks = load_tasks(tasks)
+        #: what `wikisim replay` needs to rebuild this env (see wikisim.replay)
+        self.config: dict[str, Any] = {
+            "tasks": None if tasks is None or isinstance(tasks, TaskSet) else str(tasks), "tasks_name": self.tasks.name,
+            "max_turns": max_turns, "max_observation_tokens": max_observation_tokens, "reward": reward,
+            "backend": backend if isinstance(backend, str) else backend.name, "retriever": retriever,
+            "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "date": date,
+        }
         self.backend = self._backend(backend, index, retriever, backend_kwargs or {})
         self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python)
         self._parameters = self.toolbox.parameters
@@ -123,7 +130,9 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         self.max_observation_tokens = max_observation_tokens
         self.render_mode = render_mode
         self.manifest_hash: str = self.backend.manifest_hash
-        manifest = getattr(getattr(self.backend, "index", None), "manifest", {})
+        built = getattr(self.backend, "index", None)
+        self.config["index"] = str(built.path) if built is not None else (None if index is None else str(index))
+        manifest = getattr(built, "manifest", {})
         self.date = date if date is not None else str(manifest.get("date", ""))
         self.system_prompt = system_prompt(self.toolbox.schemas, self.date)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
