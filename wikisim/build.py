@@ -103,7 +103,8 @@ def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, worker
     for name in (PAGES, PASSAGES):
         (tmp / name).unlink(missing_ok=True)
     pages_hash, passages_hash = hashlib.sha256(), hashlib.sha256()
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter(dict.fromkeys(
+        ("pages", "redirects", "passages", "links", "infoboxes", "citations", "categories"), 0))
     store = PageStoreWriter(tmp / PAGES)
     passages = PassageStoreWriter(tmp / PASSAGES)
     stream = read_pages(list(inputs), workers=workers)
