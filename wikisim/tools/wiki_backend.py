@@ -62,15 +62,31 @@ class WikiBackend:
         self._citations: _Citations | None = None
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        """Top `k` pages per query: the best passage of each page, as a web engine lists one URL once."""
-        out = []
-        for hits in self.retriever.search(list(queries), k * self.overfetch):
-            seen: dict[str, Hit] = {}
-            for h in hits:
-                if h.url not in seen:
-                    seen[h.url] = h
-            out.append(list(seen.values())[:k])
+        """Top `k` pages per query: the best passage of each page, as a web engine lists one URL once.
+
+        Passages are fetched `overfetch` times `k` deep, deeper (x4, up to 64 k) for a query
+        whose passages come from fewer than `k` pages while more passages may exist.
+        """
+        queries = list(queries)
+        depth = k * self.overfetch
+        raw = self.retriever.search(queries, depth)
+        out = [self._pages(hits, k) for hits in raw]
+        todo = [i for i, hits in enumerate(raw) if len(out[i]) < k and len(hits) == depth]
+        while todo and depth < k * 64:
+            depth *= 4
+            raw = self.retriever.search([queries[i] for i in todo], depth)
+            for i, hits in zip(todo, raw, strict=True):
+                out[i] = self._pages(hits, k)
+            todo = [i for i, hits in zip(todo, raw, strict=True) if len(out[i]) < k and len(hits) == depth]
         return out
+
+    @staticmethod
+    def _pages(hits: Sequence[Hit], k: int) -> list[Hit]:
+        seen: dict[str, Hit] = {}
+        for h in hits:
+            if h.url not in seen:
+                seen[h.url] = h
+        return list(seen.values())[:k]
 
     def _closest(self, text: str) -> tuple[str, ...]:
         return tuple(f"{t} ({title_to_url(t)})" for t in self.index.store.closest_titles(text, 5))
