@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,13 @@ class PassageStoreWriter:
 
 
 class PassageStore:
-    """Read-only access to passages by docid, by page, or by index row."""
+    """Read-only access to passages by docid, by page, or by index row.
+
+    Recently read passages are kept (they are immutable): a search looks its hits up
+    twice, by row to rank and by docid to make hits.
+    """
+
+    CACHE = 4096
 
     def __init__(self, path: Path) -> None:
         path = Path(path)
@@ -150,6 +157,15 @@ class PassageStore:
         self.path = path
         self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         self._len = self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        self._by_row: OrderedDict[int, Passage] = OrderedDict()
+        self._by_docid: dict[str, int] = {}
+
+    def _remember(self, row: int, passage: Passage) -> None:
+        self._by_row[row] = passage
+        self._by_docid[passage.docid] = row
+        if len(self._by_row) > self.CACHE:
+            _, old = self._by_row.popitem(last=False)
+            del self._by_docid[old.docid]
 
     def __len__(self) -> int:
         return self._len
@@ -165,22 +181,24 @@ class PassageStore:
         return [Passage(*r) for r in rows]
 
     def by_rows(self, rows: Sequence[int]) -> dict[int, Passage]:
-        if not rows:
-            return {}
-        marks = ",".join("?" * len(rows))
-        found = self._db.execute(
-            f"SELECT row, {_COLUMNS} FROM passages WHERE row IN ({marks})", [int(r) for r in rows]
-        ).fetchall()
-        return {r[0]: Passage(*r[1:]) for r in found}
+        out = {r: self._by_row[r] for r in map(int, rows) if r in self._by_row}
+        missing = [int(r) for r in rows if int(r) not in out]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            for r in self._db.execute(f"SELECT row, {_COLUMNS} FROM passages WHERE row IN ({marks})", missing):
+                out[r[0]] = Passage(*r[1:])
+                self._remember(r[0], out[r[0]])
+        return out
 
     def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
-        if not docids:
-            return {}
-        marks = ",".join("?" * len(docids))
-        found = self._db.execute(
-            f"SELECT {_COLUMNS} FROM passages WHERE docid IN ({marks})", list(docids)
-        ).fetchall()
-        return {r[0]: Passage(*r) for r in found}
+        out = {d: self._by_row[self._by_docid[d]] for d in docids if d in self._by_docid}
+        missing = [d for d in docids if d not in out]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            for r in self._db.execute(f"SELECT row, {_COLUMNS} FROM passages WHERE docid IN ({marks})", missing):
+                out[r[1]] = Passage(*r[1:])
+                self._remember(r[0], out[r[1]])
+        return out
 
     def __iter__(self) -> Iterator[Passage]:
         for r in self._db.execute(f"SELECT {_COLUMNS} FROM passages ORDER BY row"):

@@ -6,6 +6,7 @@ Shared by every backend so that the same passage and query always give the same 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 import Stemmer
@@ -23,10 +24,50 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str | None:
+    """Stem of a lower-cased word, None for a stop word; cached: snippets stem every sentence."""
+    return None if word in _STOP else _stemmer().stemWord(word)
+
+
 def terms(text: str) -> list[str]:
     """Lower-cased, stop-worded, Snowball-stemmed tokens (the same analysis bm25s uses here)."""
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOP]
-    return _stemmer().stemWords(words)
+    return [s for w in _TOKEN.findall(text.lower()) if (s := _stem(w)) is not None]
+
+
+@lru_cache(maxsize=4096)
+def _layout(text: str) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
+    """Sentences, the lower-cased text they make joined by spaces, and where each one ends."""
+    sentences = tuple(split_sentences(text.replace("\n", " ")))
+    ends, pos = [], 0
+    for sentence in sentences:
+        pos += len(sentence) + 1
+        ends.append(pos)
+    return sentences, " ".join(sentences).lower(), tuple(ends)
+
+
+@lru_cache(maxsize=1024)
+def _query_forms(query: str) -> dict[str, str]:
+    """Each query word and its stem -> the stem: found as word prefixes ("studi" in "studies")."""
+    forms: dict[str, str] = {}
+    for word in _TOKEN.findall(query.lower()):
+        stem = _stem(word)
+        if stem is not None:
+            forms.setdefault(word, stem)
+            forms.setdefault(stem, stem)
+    return forms
+
+
+def _matches(low: str, ends: tuple[int, ...], forms: dict[str, str]) -> list[int]:
+    """Distinct query terms per sentence, found with str.find (a C scan, no per-word Python)."""
+    found: list[set[str]] = [set() for _ in ends]
+    for form, term in forms.items():
+        i = low.find(form)
+        while i >= 0:
+            if i == 0 or not low[i - 1].isalnum():
+                found[bisect_right(ends, i)].add(term)
+            i = low.find(form, i + 1)
+    return [len(f) for f in found]
 
 
 def snippet(text: str, query: str, max_chars: int = SNIPPET_CHARS) -> str:
@@ -35,14 +76,11 @@ def snippet(text: str, query: str, max_chars: int = SNIPPET_CHARS) -> str:
     Sentences are ranked by (distinct query terms matched, earlier position); with no
     match the passage's opening is shown. A cut sentence ends with "...".
     """
-    sentences = split_sentences(text.replace("\n", " "))
+    sentences, low, ends = _layout(text)
     if not sentences:
         return ""
-    wanted = set(terms(query))
-    ranked = sorted(
-        range(len(sentences)),
-        key=lambda i: (-len(wanted.intersection(terms(sentences[i]))), i),
-    )
+    matched = _matches(low, ends, _query_forms(query))
+    ranked = sorted(range(len(sentences)), key=lambda i: (-matched[i], i))
     chosen: list[int] = []
     used = 0
     for i in ranked:
