@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -47,8 +48,18 @@ def _layout(page: Page, chosen: Sequence[tuple[Passage, str]]) -> str:
 class LeadExtractor:
     """The lead (up to `lead_share` of the budget) plus the passages most relevant to the goal."""
 
-    def __init__(self, lead_share: float = 0.35) -> None:
+    def __init__(self, lead_share: float = 0.35, cache_pages: int = 256) -> None:
         self.lead_share = lead_share
+        self.cache_pages = cache_pages
+        self._models: OrderedDict[tuple[str, int], SmallBM25] = OrderedDict()  # analysing a page costs more than ranking it
+
+    def _model(self, passages: Sequence[Passage]) -> SmallBM25:
+        key = (passages[0].docid, len(passages))
+        model = self._models.pop(key, None) or SmallBM25([p.contents for p in passages])
+        self._models[key] = model
+        if len(self._models) > self.cache_pages:
+            self._models.popitem(last=False)
+        return model
 
     def select(self, passages: Sequence[Passage], goal: str, max_tokens: int) -> list[tuple[Passage, str]]:
         if not passages:
@@ -60,7 +71,7 @@ class LeadExtractor:
         if lead is not None:
             chosen[0] = cut_to_tokens(lead.text, lead_budget)
             budget -= count_tokens(chosen[0])
-        ranked = SmallBM25([p.contents for p in passages]).top(goal, len(passages))
+        ranked = self._model(passages).top(goal, len(passages))
         added = False  # the best-ranked passage is cut to fit rather than left out
         for i, _ in ranked:
             if i in chosen:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
@@ -64,28 +65,37 @@ class WikiBackend:
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top `k` pages per query: the best passage of each page, as a web engine lists one URL once.
 
-        Passages are fetched `overfetch` times `k` deep, deeper (x4, up to 64 k) for a query
-        whose passages come from fewer than `k` pages while more passages may exist.
+        Passages are ranked `overfetch` times `k` deep, deeper (x4, up to 64 k) for a query whose
+        passages come from fewer than `k` pages while more may exist. Retrievers that rank before
+        dressing hits (RankedRetriever) make snippets for the `k` kept passages only.
         """
         queries = list(queries)
+        ranked = getattr(self.retriever, "ranked", None)
+        if ranked is None:
+            return [self._pages(h, k) for h in self.retriever.search(queries, k * self.overfetch)]
+        bad = [q for q in queries if not isinstance(q, str) or not q.strip()]
+        if bad:
+            raise ConfigError(f"search queries must be non-empty strings, got {bad[0]!r}")
         depth = k * self.overfetch
-        raw = self.retriever.search(queries, depth)
-        out = [self._pages(hits, k) for hits in raw]
-        todo = [i for i, hits in enumerate(raw) if len(out[i]) < k and len(hits) == depth]
+        raw = ranked(queries, depth)
+        out = [self._pages(r, k) for r in raw]
+        todo = [i for i, r in enumerate(raw) if len(out[i]) < k and len(r) == depth]
         while todo and depth < k * 64:
             depth *= 4
-            raw = self.retriever.search([queries[i] for i in todo], depth)
-            for i, hits in zip(todo, raw, strict=True):
-                out[i] = self._pages(hits, k)
-            todo = [i for i, hits in zip(todo, raw, strict=True) if len(out[i]) < k and len(hits) == depth]
-        return out
+            raw = ranked([queries[i] for i in todo], depth)
+            for i, r in zip(todo, raw, strict=True):
+                out[i] = self._pages(r, k)
+            todo = [i for i, r in zip(todo, raw, strict=True) if len(out[i]) < k and len(r) == depth]
+        return [self.retriever.hits(q, picked) for q, picked in zip(queries, out, strict=True)]
 
     @staticmethod
-    def _pages(hits: Sequence[Hit], k: int) -> list[Hit]:
-        seen: dict[str, Hit] = {}
-        for h in hits:
-            if h.url not in seen:
-                seen[h.url] = h
+    def _pages(ranked: Sequence, k: int) -> list:
+        """The first entry per page (a Hit, or a ranked (docid, score) pair), up to k."""
+        seen: dict[str, Any] = {}
+        for item in ranked:
+            page = item.url if isinstance(item, Hit) else item[0].rsplit("#", 1)[0]
+            if page not in seen:
+                seen[page] = item
         return list(seen.values())[:k]
 
     def _closest(self, text: str) -> tuple[str, ...]:
