@@ -8,6 +8,7 @@ in a single pass instead of one `filter_*` pass each.
 from __future__ import annotations
 
 import bisect
+import html
 import re
 from dataclasses import dataclass, field
 
@@ -62,7 +63,12 @@ _PAREN_LEAD = re.compile(r"\(\s*[,;]\s*")
 _QUOTES = re.compile(r"'{2,}")
 _MAGIC = re.compile(r"__[A-Z]+__")
 _NOISE_LINE = re.compile(r"^[\W_]*$")
-_NEEDS_TIDY = re.compile(r"[<'(\[]|__| [,.;:!?)\]]|[,;] ?[,;]")
+_NEEDS_TIDY = re.compile(r"[<'(\[]|__| [,.;:!?)\]]|[,;] ?[,;]|&\S+;|=|\|")
+# table-cell attributes the parser kept as text where the wikitext lacks the "|" after them
+_ATTRS = re.compile(r"\b(?:colspan|rowspan|bgcolor|style|align|width|class|scope|valign|height)"
+                    r"\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s|]+)\s*\|?", re.IGNORECASE)
+_EMPTY_CELLS = re.compile(r"^(?:\s*\|)+\s*|(?:\s*\|)+\s*$|(?<=\|)(?:\s*\|)+")
+_ENTITY = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
 # markup the parser left as text (e.g. a <ref> it could not close because of stray '')
 _LEFT_REF = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?(</ref>|$)", re.IGNORECASE)
 _LEFT_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?>")
@@ -114,8 +120,14 @@ def clean_line(s: str) -> str:
     s = " ".join(s.split())
     if not _NEEDS_TIDY.search(s):
         return s
+    if "&" in s:  # entities escaped twice in the dump survive the parser as text
+        s = _ENTITY.sub(lambda m: html.unescape(m.group(0)), s).replace("\u00a0", " ")
     if "<" in s:
         s = _LEFT_TAG.sub("", _LEFT_REF.sub("", s))
+    if "=" in s:
+        s = _ATTRS.sub("", s)
+    if "|" in s:
+        s = _EMPTY_CELLS.sub("", s)
     if "'" in s:
         s = _QUOTES.sub("", s)
     if "(" in s or "[" in s:
@@ -145,6 +157,7 @@ class _Renderer:
         self.st.sections.append(("", 0, _Buf(True)))
         self.field = ""
         self.in_ref = 0
+        self.in_cell = 0
 
     # --- nodes -------------------------------------------------------------------------
     def walk(self, nodes, buf: _Buf) -> None:
@@ -260,7 +273,7 @@ class _Renderer:
         elif tag == "dd":
             buf.add("\n" if not buf.pieces or buf.pieces[-1].endswith("\n") else ": ")
         elif tag in ("br", "hr"):
-            buf.add("\n" if tag == "hr" else " ")
+            buf.add("\n" if tag == "hr" else ", " if self.in_cell else " ")
         elif tag in _DROP_TAGS:
             return
         elif node.contents is not None:
@@ -296,7 +309,9 @@ class _Renderer:
                 continue
             n, pos, nslots = len(buf.pieces), buf.pos, len(self.st.slots)
             buf.add(sep)
+            self.in_cell += 1
             self.walk(cell.contents.nodes, buf)
+            self.in_cell -= 1
             added = "".join(buf.pieces[n:])
             if not added.strip(" \n|-–—") or _NOISE_LINE.match(added):
                 del buf.pieces[n:]
