@@ -106,3 +106,15 @@ def test_store_refuses_overwrite_and_missing(tmp_path: Path) -> None:
         PageStoreWriter(tmp_path / "x.sqlite")
     with pytest.raises(IndexNotBuiltError):
         PageStore(tmp_path / "x.sqlite")
+
+
+def test_store_shared_across_threads_and_pickled(sample, store: PageStore) -> None:
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    titles = [p.title for p in _pages(sample[0]).values()]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda t: store.by_title(t).title, titles * 2))
+    assert got == titles * 2
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.by_title("Autism") == store.by_title("Autism")

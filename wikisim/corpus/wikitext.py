@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
-    Comment,
     ExternalLink,
     Heading,
     HTMLEntity,
@@ -152,6 +151,8 @@ def first_sentence(text: str) -> str:
 
 
 class _Renderer:
+    """Walks the node tree once, writing section text and collecting the page's parts."""
+
     def __init__(self) -> None:
         self.st = _State()
         self.st.sections.append(("", 0, _Buf(True)))
@@ -175,17 +176,14 @@ class _Renderer:
                 buf.add(node.normalize())
             elif t is Heading:
                 title = self.clean(node.title)
-                if buf is self.st.sections[-1][2]:
+                if buf is self.st.sections[-1][2] and not self.in_cell:
                     self.st.sections.append((title, node.level, _Buf(True)))
                     buf = self.st.sections[-1][2]
                 else:
                     buf.add("\n" + title + "\n")
-            elif t is ExternalLink:
-                if node.title is not None:
-                    self.walk(node.title.nodes, buf)
-            elif t is Comment:
-                continue
-        return None
+            elif t is ExternalLink and node.title is not None:
+                self.walk(node.title.nodes, buf)
+            # comments, template arguments ({{{x}}}) and bare external links show nothing
 
     def clean(self, code) -> str:
         nodes = code.nodes
