@@ -1,0 +1,88 @@
+"""`wikisim train sft|grpo --config FILE.yaml [--any-setting VALUE ...]`: resumable training runs.
+
+Run under `accelerate launch -m wikisim.cli train ...` for several processes (CPU/gloo,
+DDP, FSDP or DeepSpeed through an Accelerate config); a second call with the same
+`--output-dir` continues from the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from agent.train_config import GRPOConfig, SFTConfig, add_config_arguments, config_from_args
+
+SHORT_SYSTEM_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="stage", required=True)
+    for name, cls, text in (("sft", SFTConfig, "rejection-sampled SFT"), ("grpo", GRPOConfig, "on-policy GRPO")):
+        p = sub.add_parser(name, help=text, description=f"{text}; every setting is also a YAML key")
+        add_config_arguments(p, cls)
+        p.add_argument("--system-prompt", default=None,
+                       help="replace the env's system prompt ('short' for a one-line prompt, for tiny models)")
+
+
+def _runner(cfg, tasks, system_prompt: str | None):
+    from agent.train_env import EnvRunner
+
+    prompt = SHORT_SYSTEM_PROMPT if system_prompt == "short" else system_prompt
+    return EnvRunner(tasks, index=cfg.index or None, retriever=cfg.retriever, max_turns=cfg.max_turns,
+                     max_new_tokens=cfg.max_new_tokens, slots=min(64, len(tasks) * 8), system_prompt=prompt,
+                     batch_size=cfg.micro_batch_size * 8)
+
+
+def run(args: argparse.Namespace) -> int:
+    from wikisim.tasks import TaskSet, load_tasks
+
+    if args.stage == "sft":
+        cfg = config_from_args(SFTConfig, args)
+        return _sft(cfg, load_tasks(cfg.tasks or None), args.system_prompt)
+    cfg = config_from_args(GRPOConfig, args)
+    train = load_tasks(cfg.tasks or None)
+    dev = load_tasks(cfg.dev_tasks) if cfg.dev_tasks else None
+    both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
+    from agent.grpo import train_grpo
+    from agent.train_env import task_tags
+    from agent.train_loop import load_model
+
+    tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
+    runner = _runner(cfg, both, args.system_prompt)
+    res = train_grpo(cfg, train.ids(), runner.sampler(tokenizer), dev_ids=dev.ids() if dev else (),
+                     tags={t.id: task_tags(t) for t in train})
+    last = res.history[-1] if res.history else {}
+    print(json.dumps({"final": res.final_dir, "steps": res.steps, "reward": last.get("reward")}))
+    return 0
+
+
+def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
+    from agent.react import ChatFormat
+    from agent.sft import rejection_sample, train_sft
+    from agent.train_loop import load_model
+    from agent.trajectory import read_trajectories, write_trajectories
+
+    if cfg.trajectories:
+        kept = list(read_trajectories(cfg.trajectories))
+    else:
+        from agent.policies import SCRIPTED, make_policy
+        from agent.policies.scripted import OraclePolicy, SearchAnswerPolicy
+
+        tokenizer, _ = load_model(cfg)
+        chat = ChatFormat(tokenizer)
+        if cfg.teacher in SCRIPTED:
+            teacher = (OraclePolicy if cfg.teacher == "oracle" else SearchAnswerPolicy)(chat)
+        else:
+            teacher = make_policy(cfg.teacher, temperature=1.0)
+        runner = _runner(cfg, tasks, system_prompt)
+        kept, report = rejection_sample(runner.teacher(teacher, chat, cfg.seed), tasks.ids(), cfg.samples_per_question)
+        out = Path(cfg.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_trajectories(out / "sft_data.jsonl", kept)
+        (out / "rejection_report.json").write_text(json.dumps(report.as_dict(), indent=1, sort_keys=True))
+        print(f"rejection sampling: kept {report.kept_total} of {report.tried_total} "
+              f"({sum(1 for v in report.kept.values() if v)}/{len(report.kept)} questions with any)")
+    res = train_sft(cfg, kept)
+    print(json.dumps({"final": res.final_dir, "steps": res.steps, "last_loss": res.losses[-1] if res.losses else None}))
+    return 0
