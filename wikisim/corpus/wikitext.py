@@ -53,12 +53,16 @@ NON_PROSE_SECTIONS = frozenset({"references", "notes", "footnotes", "external li
                                 "sources", "notes and references", "references and notes",
                                 "einzelnachweise", "weblinks", "literatur", "notes and citations"})
 
-_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n")
-_EMPTY_PARENS = re.compile(r"\(\s*[,;:.–—-]*\s*\)|\[\s*\]")
+# a sentence ends at . ! ? before a capital or digit, but not after No. St. Mr. U.S. and the like
+_SENT_END = re.compile(
+    r"(?<=[.!?])(?<!\bNo\.)(?<!\bSt\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bDr\.)(?<!\bJr\.)(?<!\bSr\.)"
+    r"(?<!\bvs\.)(?<!\bInc\.)(?<!\bCo\.)(?<!\bft\.)(?<!\bc\.)(?<!\bca\.)(?<!\b[A-Z]\.)"
+    r"[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n")
+_EMPTY_PARENS = re.compile(r"\(\s*(?:[,;:.–—-]\s*)*\)|\[\s*\]")
 _SPACE_PUNCT = re.compile(r"\s+([,.;:!?)\]])")
 _OPEN_SPACE = re.compile(r"([(\[])\s+")
 _DOUBLE_PUNCT = re.compile(r"([,;])\s*[,;]+")
-_PAREN_LEAD = re.compile(r"\(\s*[,;]\s*")
+_PAREN_LEAD = re.compile(r"\(\s*(?:[,;]\s*)+")
 _QUOTES = re.compile(r"'{2,}")
 _MAGIC = re.compile(r"__[A-Z]+__")
 _NOISE_LINE = re.compile(r"^[\W_]*$")
