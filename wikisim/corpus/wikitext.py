@@ -254,7 +254,7 @@ class _Renderer:
             first_slot = len(self.st.slots)
             self.walk(p.value.nodes, fb)
             self.field = ""
-            value = clean_line(fb.text().replace("\n", " "))
+            value = clean_line(fb.text().replace("\n", " ")).strip(" ,;")
             if value and not _NOISE_LINE.match(value):
                 fields.append((key, value))
             else:
@@ -270,12 +270,14 @@ class _Renderer:
                 self.in_ref -= 1
         elif tag == "table":
             self.table(node, buf)
+        elif tag in ("li", "dt", "br") and (self.field or self.in_cell):
+            buf.add(", ")  # items of an infobox value or a table cell stay on one line
         elif tag in ("li", "dt"):
             buf.add("\n")
         elif tag == "dd":
             buf.add("\n" if not buf.pieces or buf.pieces[-1].endswith("\n") else ": ")
         elif tag in ("br", "hr"):
-            buf.add("\n" if tag == "hr" else ", " if self.in_cell else " ")
+            buf.add("\n" if tag == "hr" else " ")
         elif tag in _DROP_TAGS:
             return
         elif node.contents is not None:
@@ -337,7 +339,7 @@ class _Renderer:
         for s in st.slots:
             raw = raws.get(id(s.buf))
             if raw is None:  # an infobox field: its clean value is the sentence
-                raw = s.buf.text().replace("\n", " ")
+                raw = s.buf.text().replace("\n", " ")  # same length: offsets hold
                 raws[id(s.buf)] = raw
             b = bounds.get(id(s.buf))
             if b is None:
