@@ -4,6 +4,15 @@ The action is the policy's raw turn (Tongyi DeepResearch format) or a dict call;
 observation is the question after `reset` and the tool responses after each `step`. Every
 observation is a pure function of (index, task, action sequence): no wall clock, no
 randomness after `reset`, so episodes replay byte for byte in any process.
+
+    import gymnasium as gym, wikisim
+    env = gym.make("WikiSim-v0")                      # bundled sample corpus and tasks
+    question, info = env.reset(seed=0)                # info["system_prompt"], info["tools"]
+    obs, reward, terminated, truncated, info = env.step(
+        '<tool_call>{"name": "search", "arguments": {"query": "Apollo 11"}}</tool_call>')
+
+Vector envs: `AsyncVectorEnv(fns, shared_memory=False)`; Gymnasium's shared memory for
+`Text` spaces stores character indices of a fixed charset, which free text does not have.
 """
 
 from __future__ import annotations

@@ -61,3 +61,10 @@ def test_make_backend(sample_index: Path) -> None:
         make_backend("bing")
     with pytest.raises(ConfigError, match="retriever must be one of"):
         make_backend("wiki", index=sample_index, retriever="tfidf")
+
+
+def test_hybrid_retriever_serves_the_same_tool(sample_index: Path) -> None:
+    """Any RankedRetriever works (Lucene too; its JVM start is left to the index tests)."""
+    backend = WikiBackend(sample_index, retriever="hybrid")
+    out = SearchTool(backend, k=5)(query="Apollo 8 lunar orbit Frank Borman")
+    assert "found 5 results" in out and "1. [Apollo 8](https://en.wikipedia.org/wiki/Apollo_8)" in out
