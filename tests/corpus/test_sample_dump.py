@@ -118,3 +118,12 @@ def test_store_shared_across_threads_and_pickled(sample, store: PageStore) -> No
     assert got == titles * 2
     clone = pickle.loads(pickle.dumps(store))
     assert clone.by_title("Autism") == store.by_title("Autism")
+
+
+def test_citation_fields(sample) -> None:
+    cites = {c.title: c for c in _pages(sample[0])["Autism"].citations}
+    adult = cites["Adult outcome for children with autism"]
+    assert adult.authors == ("Howlin P", "Goode S", "Hutton J", "Rutter M")
+    assert (adult.year, adult.venue) == (2004, "J Child Psychol Psychiatry")
+    assert adult.doi == "10.1111/j.1469-7610.2004.00215.x"
+    assert cites["ASD Data and Statistics"].url == "http://www.cdc.gov/ncbddd/autism/data.html"

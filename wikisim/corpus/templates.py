@@ -64,6 +64,8 @@ def is_citation(name: str) -> bool:
 _CITE_KEYS = frozenset({"title", "chapter", "script-title", "trans-title", "url", "doi", "authors",
                         "author", "people", "vauthors", "last", "first", "year", "date",
                         "publication-date", "orig-year", *_VENUE_KEYS})
+# "Howlin P, Goode S, Rutter M": surnames with initials, comma-separated
+_VANCOUVER = re.compile(r"^[^,;]+ [A-Z]{1,3}(?:, [^,;]+ [A-Z]{1,3})+(?:, et al\.?)?$")
 _NUMBERED = re.compile(r"^(?:author|last|first)[0-9]+$")
 
 
@@ -73,7 +75,8 @@ def _args(tpl: Template, clean: Callable[[object], str]) -> dict[str, str]:
     for p in tpl.params:
         key = str(p.name).strip().lower()
         if key not in out and (key in _CITE_KEYS or _NUMBERED.match(key)):
-            value = clean(p.value)
+            # a URL would render as a bare external link, which shows nothing: keep it raw
+            value = str(p.value).strip() if key in ("url", "doi") else clean(p.value)
             if value:
                 out[key] = value
     return out
@@ -90,7 +93,8 @@ def citation_of(tpl: Template, clean: Callable[[object], str]) -> Citation | Non
     authors: list[str] = []
     for key in ("authors", "author", "people", "vauthors"):
         if key in a:
-            authors.extend(x.strip() for x in re.split(r";|\band\b", a[key]) if x.strip())
+            sep = r"[;,]" if key == "vauthors" or _VANCOUVER.match(a[key]) else r";|\band\b"
+            authors.extend(x.strip() for x in re.split(sep, a[key]) if x.strip())
     if "last" in a or "first" in a:
         authors.append(f"{a.get('first', '')} {a.get('last', '')}".strip())
     for i in range(1, 30):
