@@ -64,7 +64,7 @@ def test_fusion_is_weighted_rrf_with_docid_ties() -> None:
     fused = fuse(sparse, dense, FusionParams(rrf_k=0.0, dense_weight=0.5))
     assert fused == [("b", 0.5 / 2 + 0.5 / 1), ("a", 0.5), ("c", 0.25)]
     # equal weights and mirrored ranks tie: docid decides
-    assert [d for d, _ in fuse([("x", 1.0)], [("w", 1.0)], FusionParams())] == ["w", "x"]
+    assert [d for d, _ in fuse([("x", 1.0)], [("w", 1.0)], FusionParams(dense_weight=0.5))] == ["w", "x"]
     assert [d for d, _ in fuse(sparse, dense, FusionParams(dense_weight=0.0))][:2] == ["a", "b"]
     with pytest.raises(ConfigError, match="dense_weight"):
         FusionParams(dense_weight=1.5)

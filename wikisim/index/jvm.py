@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
 
 from wikisim.errors import BackendError
 
 _configured = False
+LOG_CONFIG = Path(__file__).with_name("log4j2.xml")
 
 
 def _configure() -> None:
@@ -35,6 +37,10 @@ def _configure() -> None:
 
             add_options._wikisim = True  # type: ignore[attr-defined]
             jnius_config.add_options = add_options
+            # Anserini logs INFO to stdout; Lucene's Unsafe use warns on Java 24+ (harmless).
+            add("--sun-misc-unsafe-memory-access=allow")
+            if LOG_CONFIG.is_file():  # absent only from an install that dropped package data
+                add(f"-Dlog4j2.configurationFile={LOG_CONFIG}")
     _configured = True
 
 

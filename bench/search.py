@@ -1,0 +1,99 @@
+"""Search latency and throughput per backend, against the raw backend calls, in one process.
+
+Raw calls: pyserini's LuceneSearcher.search, bm25s tokenize + retrieve, and the model's
+encode + faiss search over the very same index files. Ours: `Retriever.search` (which adds
+docid/title/url lookup, query-focused snippets, validation and tie-ordering). Queries: the
+100 HotpotQA-100 questions over the bundled 2014 sample (built once into the cache).
+
+    .venv/bin/python bench/search.py [--repeat 3] [--index DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+from tqdm import tqdm
+
+from wikisim.build import ensure_sample_index
+from wikisim.index import open_index
+from wikisim.index.hybrid import fuse
+from wikisim.paths import QA_DIR
+
+RESULTS = Path(__file__).resolve().parent / "results"
+K = 10
+
+
+def timed(fn: Callable[[str], object], queries: list[str], repeat: int, label: str) -> dict[str, float]:
+    for q in queries[:10]:  # warm-up: JIT, caches, lazy loads
+        fn(q)
+    times = []
+    for _ in range(repeat):
+        for q in tqdm(queries, desc=label, leave=False):
+            t0 = time.perf_counter()
+            fn(q)
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    return {"p50_ms": 1e3 * statistics.median(times), "p99_ms": 1e3 * times[int(0.99 * (len(times) - 1))],
+            "qps": len(times) / sum(times)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the 100 queries")
+    parser.add_argument("--index", type=Path, default=None,
+                        help="a built index with every backend (default: the bundled sample, built once)")
+    args = parser.parse_args()
+    index = open_index(args.index or ensure_sample_index(dense=True))
+    queries = [q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())]
+    print(f"{len(queries)} queries x {args.repeat} over {len(index.passages)} passages "
+          f"(manifest {index.manifest_hash})")
+    ours = {b: index.retriever(b) for b in ("lucene", "bm25s", "dense", "hybrid")}
+
+    lucene = ours["lucene"].searcher  # the same pyserini LuceneSearcher object, called directly
+    bm25 = bm25s.BM25.load(str(index.path / "bm25s"), mmap=True, show_progress=False)
+    stemmer = Stemmer.Stemmer("english")
+    dense = ours["dense"]
+    model, faiss_index = dense.model, dense.index
+
+    def raw_bm25s(q: str):
+        tokens = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
+        return bm25.retrieve(tokens, k=K, show_progress=False, n_threads=0)
+
+    def raw_dense(q: str):
+        vec = model.encode([q], show_progress_bar=False, normalize_embeddings=True, convert_to_numpy=True)
+        return faiss_index.search(np.asarray(vec, dtype=np.float32), K)
+
+    def raw_hybrid(q: str):  # both raw calls plus the fusion itself, without lookups or snippets
+        b = raw_bm25s(q)
+        d = raw_dense(q)
+        return fuse([(str(i), 0.0) for i in b[0][0]], [(str(i), 0.0) for i in d[1][0]], ours["hybrid"].params)
+
+    raw = {"lucene": lambda q: lucene.search(q, K), "bm25s": raw_bm25s, "dense": raw_dense, "hybrid": raw_hybrid}
+    report: dict = {"queries": len(queries), "repeat": args.repeat, "passages": len(index.passages),
+                    "manifest_hash": index.manifest_hash, "backends": {}}
+    for backend in ("lucene", "bm25s", "dense", "hybrid"):
+        r = timed(raw[backend], queries, args.repeat, f"raw {backend}")
+        o = timed(lambda q, b=backend: ours[b].search([q], k=K), queries, args.repeat, f"wikisim {backend}")
+        report["backends"][backend] = {"raw": r, "wikisim": o, "overhead_p50": o["p50_ms"] / r["p50_ms"]}
+    print(f"\n{'backend':<8}{'raw p50':>10}{'raw p99':>10}{'raw qps':>9}{'ours p50':>10}{'ours p99':>10}"
+          f"{'ours qps':>10}{'p50 ratio':>11}")
+    for b, e in report["backends"].items():
+        r, o = e["raw"], e["wikisim"]
+        print(f"{b:<8}{r['p50_ms']:>8.2f}ms{r['p99_ms']:>8.2f}ms{r['qps']:>9.0f}{o['p50_ms']:>8.2f}ms"
+              f"{o['p99_ms']:>8.2f}ms{o['qps']:>10.0f}{e['overhead_p50']:>10.2f}x")
+    print("raw hybrid = raw bm25s + raw dense + fusion (no lookups, no snippets)")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "search.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"wrote {RESULTS / 'search.json'}")
+
+
+if __name__ == "__main__":
+    main()
