@@ -136,7 +136,7 @@ class TokenBucket:
                 now = self._clock()
                 self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.rate)
                 self._stamp = now
-                if self._tokens >= 1:
+                if self._tokens >= 1 - 1e-9:  # float dust must not cost another sleep
                     self._tokens -= 1
                     return
                 wait = (1 - self._tokens) / self.rate
