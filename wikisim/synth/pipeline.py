@@ -3,6 +3,8 @@
 Why the output cannot depend on workers: subgraphs come from one seeded sampler in the
 parent; each subgraph's questions are a pure function of (graph, subgraph, seed), drawn
 with an rng seeded from the seed and the walk index; results are taken in sampling order.
+Workers come from a forkserver, not a fork of the caller: a caller that runs a JVM, faiss
+or torch threads would hand a forked child locks that no thread will ever release.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def generate(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str = "", p
     attempts = 0
     pool = None
     if config.workers > 1:
-        pool = mp.get_context("fork").Pool(config.workers)
+        pool = mp.get_context("forkserver").Pool(config.workers, _init, (kg, config, manifest_hash))
     bar = tqdm(total=config.n, desc="synth", unit="q", disable=not progress)
     try:
         for batch in _batches(sampler.sample(config.seed), BATCH):
