@@ -5,6 +5,10 @@ A turn is an optional `<think>...</think>`, then one or more
 A dict `{"name", "arguments"}` is accepted too. Nothing here raises on bad input: every
 defect becomes a `CallError` whose message says what was wrong and what is accepted, so the
 env can show it to the policy as an observation and go on.
+
+Conventions where the format is loose: text before `</think>` is the think even when the
+opening tag is missing (chat templates often put it in the prompt); an answer ends the turn,
+so tool calls beside it are not run; at most MAX_CALLS_PER_TURN calls run per turn.
 """
 
 from __future__ import annotations
