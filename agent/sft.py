@@ -104,6 +104,10 @@ def _shard(indices: list[int], rank: int, world: int) -> list[int]:
     return padded[rank * per : (rank + 1) * per]
 
 
+def _converged(cfg: SFTConfig, recent: list[float]) -> bool:
+    return bool(cfg.stop_loss) and len(recent) == 5 and sum(recent) / 5 < cfg.stop_loss
+
+
 @dataclass(frozen=True)
 class SFTResult:
     final_dir: str
@@ -124,10 +128,15 @@ def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after:
     model.train()
     steps_per_epoch = math.ceil(len(trajectories) / cfg.batch_size)
     total = cfg.epochs * steps_per_epoch
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
     optimizer, scheduler = make_optimizer(cfg, model, total)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     run = RunDir(cfg, accelerator)
-    start, _ = run.resume() if cfg.resume else (0, {})
+    start, state = run.resume() if cfg.resume else (0, {})
+    recent: list[float] = list(state.get("recent_losses", []))
+    if _converged(cfg, recent):  # a resumed run that had already stopped on stop_loss
+        total = start
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     losses: list[float] = []
     for step in range(start, total):
@@ -148,14 +157,19 @@ def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after:
         optimizer.zero_grad(set_to_none=True)
         step_loss = global_sum(accelerator, local_loss)
         losses.append(step_loss)
+        recent = (recent + [step_loss])[-5:]
         run.log({"step": step + 1, "epoch": step // steps_per_epoch, "loss": step_loss, "grad_norm": float(norm),
                  "lr": scheduler.get_last_lr()[0], "tokens": n_tokens})
         done = step + 1
-        if (cfg.save_every and done % cfg.save_every == 0) or done == total or (stop_after and len(losses) >= stop_after):
-            run.save(done, {})
-        if stop_after and len(losses) >= stop_after:
+        converged = _converged(cfg, recent)
+        interrupted = bool(stop_after) and len(losses) >= (stop_after or 0)
+        if (cfg.save_every and done % cfg.save_every == 0) or done == total or interrupted or converged:
+            run.save(done, {"recent_losses": recent})
+        if converged:
+            break
+        if interrupted:
             return SFTResult(final_dir="", losses=losses, steps=done)
     final = run.save_final(model, tokenizer)
     if accelerator.is_main_process:
         plot_curves(run.metrics_path, run.root / "curves.png", ["loss", "grad_norm", "lr"])
-    return SFTResult(final_dir=str(final), losses=losses, steps=total)
+    return SFTResult(final_dir=str(final), losses=losses, steps=start + len(losses))

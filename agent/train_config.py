@@ -72,9 +72,13 @@ class SFTConfig(TrainConfig):
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step
+    max_steps: int = 0  # > 0: end after this many optimizer steps even if epochs remain
+    stop_loss: float = 0.0  # > 0: end once the mean loss of the last 5 steps falls below it (a cold start)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.max_steps < 0 or self.stop_loss < 0:
+            raise ConfigError(f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0")
         for name in ("samples_per_question", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")

@@ -25,13 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="replace the env's system prompt ('short' for a one-line prompt, for tiny models)")
 
 
-def _runner(cfg, tasks, system_prompt: str | None):
+def _runner(cfg, tasks, system_prompt: str | None, slots: int):
+    """Envs for `slots` concurrent episodes (one batched policy call per turn across them)."""
     from agent.train_env import EnvRunner
 
     prompt = SHORT_SYSTEM_PROMPT if system_prompt == "short" else system_prompt
     return EnvRunner(tasks, index=cfg.index or None, retriever=cfg.retriever, max_turns=cfg.max_turns,
-                     max_new_tokens=cfg.max_new_tokens, slots=min(64, len(tasks) * 8), system_prompt=prompt,
-                     batch_size=cfg.micro_batch_size * 8)
+                     max_new_tokens=cfg.max_new_tokens, slots=slots, system_prompt=prompt, batch_size=slots)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.train_loop import load_model
 
     tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
-    runner = _runner(cfg, both, args.system_prompt)
+    runner = _runner(cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size))
     res = train_grpo(cfg, train.ids(), runner.sampler(tokenizer), dev_ids=dev.ids() if dev else (),
                      tags={t.id: task_tags(t) for t in train})
     last = res.history[-1] if res.history else {}
@@ -75,7 +75,7 @@ def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
             teacher = (OraclePolicy if cfg.teacher == "oracle" else SearchAnswerPolicy)(chat)
         else:
             teacher = make_policy(cfg.teacher, temperature=1.0)
-        runner = _runner(cfg, tasks, system_prompt)
+        runner = _runner(cfg, tasks, system_prompt, min(64, len(tasks)))
         kept, report = rejection_sample(runner.teacher(teacher, chat, cfg.seed), tasks.ids(), cfg.samples_per_question)
         out = Path(cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -95,3 +95,14 @@ def test_same_seed_same_curve_and_exact_resume(tmp_path, data):
     assert logged == a
     other = train_sft(cfg(tmp_path / "d", seed=1), data).losses
     assert other != a
+
+
+def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data):
+    full = train_sft(cfg(tmp_path / "a", epochs=6), data).losses
+    threshold = sum(full[4:9]) / 5 + 1e-6
+    stop = next(k for k in range(5, 13) if sum(full[k - 5 : k]) / 5 < threshold)  # first 5-step window under it
+    res = train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data)
+    assert stop < 12 and res.losses == full[:stop] and res.steps == stop
+    assert (tmp_path / "b" / "final" / "config.json").is_file()
+    assert train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data).losses == []  # resumed: already done
+    assert train_sft(cfg(tmp_path / "c", epochs=6, max_steps=3), data).steps == 3
