@@ -184,3 +184,38 @@ def test_gym_make_in_a_fresh_interpreter(sample_index: Path, tmp_path: Path) -> 
 
 def test_registered_on_import() -> None:
     assert "WikiSim-v0" in gym.registry and gym.registry["WikiSim-v0"].entry_point == "wikisim.env:WikiSimEnv"
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+@pytest.mark.skipif(not python_available(), reason="the python sandbox is not installed")
+def test_hostile_python_is_contained_and_the_episode_goes_on(sample_index: Path) -> None:
+    e = WikiSimEnv(index=sample_index, python_limits={"wall_seconds": 1.5, "cpu_seconds": 1})
+    e.reset(options={"task_id": "angola-capital"})
+    before = set(_children(os.getpid()))
+    hostile = {
+        "while True: pass": "wall-clock limit",
+        "import os\nwhile True: os.fork()": "Error",
+        "x = bytearray(20 * 2**30)": "MemoryError",
+        "open('/tmp/wikisim-escape.txt', 'w').write('x')": "Error",
+        "import socket; socket.create_connection(('127.0.0.1', 22))": "Error",
+        f"print(open({str(Path(wikisim.__file__))!r}).read())": "Error",
+        "import os, signal; os.kill(os.getppid(), signal.SIGKILL)": "Error",
+    }
+    for code, expected in hostile.items():
+        obs, reward, terminated, truncated, _ = e.step({"name": "python", "arguments": {"code": code}})
+        assert obs.startswith("<tool_response>\n") and expected in obs, (code, obs[:400])
+        assert not (terminated or truncated)
+    assert not Path("/tmp/wikisim-escape.txt").exists()
+    assert e.step("<answer>Luanda</answer>")[1] == 1.0
+    assert set(_children(os.getpid())) <= before  # no stray process left behind

@@ -89,6 +89,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         retriever: the wiki backend's retriever: "bm25s" | "lucene" | "dense" | "hybrid".
         search_k: results per search query. visit_tokens: token budget of each visited page.
         python: include the python sandbox tool (None: when installed).
+        python_limits: the sandbox's limits (SandboxConfig fields: wall_seconds, memory_mb, ...).
         date: "Current date" of the system prompt (default: the manifest's "date", else none).
     """
 
@@ -108,6 +109,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         search_k: int = 10,
         visit_tokens: int = 1500,
         python: bool | None = None,
+        python_limits: dict[str, Any] | None = None,
         judge: ChatConfig | dict[str, Any] | None = None,
         date: str | None = None,
         render_mode: str | None = None,
@@ -124,10 +126,12 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             "tasks": None if tasks is None or isinstance(tasks, TaskSet) else str(tasks), "tasks_name": self.tasks.name,
             "max_turns": max_turns, "max_observation_tokens": max_observation_tokens, "reward": reward,
             "backend": backend if isinstance(backend, str) else backend.name, "retriever": retriever,
-            "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "date": date,
+            "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "python_limits": python_limits,
+            "date": date,
         }
         self.backend = self._backend(backend, index, retriever, backend_kwargs or {})
-        self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python)
+        self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python,
+                                                python_limits=python_limits)
         self._parameters = self.toolbox.parameters
         self.reward_kind = reward
         if isinstance(judge, dict):

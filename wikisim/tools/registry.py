@@ -66,12 +66,15 @@ class ToolBox:
 
 
 def default_toolbox(backend: Backend, *, k: int = 10, visit_tokens: int = 1500, python: bool | None = None,
-                    python_kwargs: dict[str, Any] | None = None) -> ToolBox:
-    """search, visit, scholar, python (when the sandbox is installed, or `python=True`), answer."""
+                    python_limits: dict[str, Any] | None = None) -> ToolBox:
+    """search, visit, scholar, python (when the sandbox is installed, or `python=True`), answer.
+
+    `python_limits` are SandboxConfig fields (wall_seconds, cpu_seconds, memory_mb, ...).
+    """
     tools: list[Tool] = [SearchTool(backend, k), VisitTool(backend, visit_tokens), ScholarTool(backend, k)]
     if python or (python is None and python_available()):
-        from wikisim.tools.python_sandbox import PythonTool
+        from wikisim.tools.python_sandbox import PythonTool, SandboxConfig
 
-        tools.append(PythonTool(**(python_kwargs or {})))
+        tools.append(PythonTool(SandboxConfig(**(python_limits or {}))))
     tools.append(AnswerTool())
     return ToolBox(tools)
