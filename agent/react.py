@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,7 +93,7 @@ class TurnRequest:
     messages: tuple[dict[str, str], ...]  # chat so far, ending with a user turn
     ids: tuple[int, ...]  # the same context as token ids (empty without a tokenizer)
     max_new_tokens: int
-    seed: int  # derived from the episode seed and the turn index
+    seed: int  # a stable hash of (task id, episode seed, turn index)
     turn: int
     task: Mapping[str, Any] = field(default_factory=dict)  # the task record (oracle reads it)
 
@@ -178,8 +179,8 @@ class Episode:
         self.context: list[int] = list(self.prompt_ids)
         self.turns: list[Turn] = []
         self._pending: tuple[Generation, str] | None = None
-        self.truncated = False
         self.terminated = False
+        self.truncated = self.room() < 1  # the prompt alone fills the context budget
 
     @property
     def done(self) -> bool:
@@ -196,7 +197,7 @@ class Episode:
             messages=tuple(dict(m) for m in self.messages),
             ids=tuple(self.context),
             max_new_tokens=self.room(),
-            seed=self.seed * 1000 + len(self.turns),
+            seed=zlib.crc32(f"{self.task_id}/{self.seed}/{len(self.turns)}".encode()),
             turn=len(self.turns),
             task=self.task,
         )

@@ -56,14 +56,21 @@ def best_span(question: str, text: str) -> str:
         return "yes"
     numeric = any(cue in q for cue in _NUMERIC_CUES)
     qstems = _stems(question)
-    body = re.sub(r"</?tool_response>", " ", text)
-    sentences = [s.strip() for s in _SENTENCE.split(body) if len(s.strip()) > 3]
+    body = _URL.sub(" ", re.sub(r"</?tool_response>", " ", text))
+    body = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+    # drop tool boilerplate that echoes the question (e.g. "... for user goal <question> ...")
+    sentences = [s.strip() for s in _SENTENCE.split(body) if len(s.strip()) > 3 and question.strip() not in s]
     if not sentences:
         return ""
     ranked = sorted(range(len(sentences)), key=lambda i: (-len(qstems & _stems(sentences[i])), i))
     for i in ranked[:3]:
         for m in _SPAN.finditer(sentences[i]):
-            span = re.sub(r"(\s+(of|the|de|von|van|and))+$", "", m.group(0)).strip(" .,")
+            if m.start() == 0 and " " not in m.group(0):
+                continue  # a lone capitalised first word is usually just the sentence start
+            words = re.sub(r"(\s+(of|the|de|von|van|and))+$", "", m.group(0)).strip(" .,").split()
+            while words and words[0].lower() in STOPWORDS:
+                words.pop(0)
+            span = re.sub(r"'s$", "", " ".join(words))
             if numeric and not any(c.isdigit() for c in span):
                 continue
             if span and not _words(span) <= _words(question) | STOPWORDS:

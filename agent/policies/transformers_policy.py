@@ -47,7 +47,7 @@ class TransformersPolicy:
 
     def __init__(self, tokenizer: Any, model: Any, *, name: str = "transformers", sampling: SamplingConfig | None = None):
         self.name = name
-        self.tokenizer, self.model = tokenizer, model.eval()
+        self.tokenizer, self.model = tokenizer, model  # the caller sets train/eval mode
         self.sampling = sampling or SamplingConfig()
         self.chat = ChatFormat(tokenizer)
         self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")) if isinstance(i, int) and i >= 0}
