@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
     print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, "
           f"manifest {backend.manifest_hash[:12]})", flush=True)
-    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="h11",
-                            loop="asyncio", lifespan="off", timeout_keep_alive=30)
+    # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio)
+    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="auto",
+                            loop="auto", lifespan="off", timeout_keep_alive=30)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
