@@ -81,7 +81,7 @@ def _make_index(kind: str, vectors: np.ndarray) -> tuple[faiss.Index, dict[str, 
     nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
     index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     index.train(vectors)  # faiss k-means is seeded (1234): the same vectors give the same lists
-    nprobe = max(1, nlist // 8)
+    nprobe = min(nlist, max(8, nlist // 8))
     return index, {"nlist": nlist, "nprobe": nprobe}
 
 
@@ -145,7 +145,9 @@ class DenseRetriever(RankedRetriever):
         self.manifest_hash = manifest_hash
 
     def encode(self, queries: list[str]) -> np.ndarray:
-        return self.model.encode(queries, batch_size=ENCODE_BATCH, show_progress_bar=False,
+        """One query per forward pass: padding within a batch shifts the low bits of a vector,
+        and a query's hits must not depend on which other queries came with it."""
+        return self.model.encode(queries, batch_size=1, show_progress_bar=False,
                                  normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:

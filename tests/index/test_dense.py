@@ -1,0 +1,51 @@
+"""Dense retrieval with each faiss index type, on a few real passages (packaged MiniLM)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wikisim.corpus.page import Page
+from wikisim.errors import ConfigError, IndexNotBuiltError
+from wikisim.index.dense import DenseRetriever, build_dense, model_record, read_faiss
+from wikisim.index.passages import PassageStore, PassageStoreWriter, split_page
+from wikisim.paths import QA_DIR
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> PassageStore:
+    corpus = json.loads((QA_DIR / "hotpotqa-train-100-corpus.json").read_text(encoding="utf-8"))
+    pages = [Page(id=i + 1, title=t, text="".join(s)) for i, (t, s) in enumerate(sorted(corpus.items())[:80])]
+    path = tmp_path_factory.mktemp("dense") / "passages.sqlite"
+    writer = PassageStoreWriter(path)
+    for page in pages:
+        writer.add(split_page(page, 150))
+    writer.close()
+    return PassageStore(path)
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_each_faiss_kind_finds_a_passage_by_its_own_words(store, tmp_path, kind: str) -> None:
+    info = build_dense(store, tmp_path, kind=kind, progress=False)
+    assert info["kind"] == kind and info["docs"] == len(store) and info["dim"] == 384
+    assert read_faiss(tmp_path / "index.faiss").ntotal == len(store)
+    manifest = {"indexes": {"dense": info}, "versions": {"embedding_model": model_record(None)}}
+    retriever = DenseRetriever(tmp_path, store, manifest, "abc")
+    targets = [p for p in store][:: max(1, len(store) // 5)][:5]
+    results = retriever.search([p.text for p in targets], k=3)
+    assert [hits[0].docid for hits in results] == [p.docid for p in targets]
+    assert retriever.search([targets[0].text], k=3) == results[:1]
+
+
+def test_model_is_a_local_directory_and_must_match_the_build(store, tmp_path) -> None:
+    with pytest.raises(ConfigError, match="never a hub name"):
+        build_dense(store, tmp_path, model_path="sentence-transformers/all-MiniLM-L6-v2", progress=False)
+    info = {"kind": "flat"}
+    wrong = {"indexes": {"dense": info}, "versions": {"embedding_model": {"sha256": "0" * 64}}}
+    (tmp_path / "index.faiss").write_bytes(b"")
+    (tmp_path / "model.json").write_text(json.dumps({"path": None}))
+    with pytest.raises(IndexNotBuiltError, match="not the one"):
+        DenseRetriever(tmp_path, store, wrong)
+    with pytest.raises(IndexNotBuiltError, match="no dense index"):
+        DenseRetriever(tmp_path / "nowhere", store, wrong)
