@@ -16,7 +16,7 @@ FAST = ToolPolicy(timeout_s=0.5, max_attempts=3, backoff_base_s=0.01, backoff_ma
 
 @pytest.fixture
 def fake() -> Iterator[FakeProviders]:
-    with FakeProviders(hang_s=1.5) as server:
+    with FakeProviders(hang_s=5.0) as server:  # far beyond the 0.5 s client timeout
         yield server
 
 

@@ -90,7 +90,7 @@ def test_transient_faults_are_retried(fake, tmp_path, fast_config, fault):
     assert hits[0].url == f"https://example.org/{fault}-query/1"
     [record] = web.pop_trace()
     assert (record.provider, record.attempts[0].tries) == ("serper", 2)
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 4.0  # the 0.5 s timeout fired: the fake hangs for 5 s
 
 
 def test_fallback_chain_is_recorded(fake, tmp_path, fast_config):
@@ -118,7 +118,7 @@ def test_degradation_answers_in_band_or_raises_when_critical(fake, tmp_path, fas
 
 
 def test_circuit_breaker_opens_skips_and_recovers(fake, tmp_path, fast_config):
-    policy = dataclasses.replace(fast_config.search, breaker_failures=2, breaker_reset_s=0.3)
+    policy = dataclasses.replace(fast_config.search, breaker_failures=2, breaker_reset_s=1.0)
     web = make(fake, tmp_path, dataclasses.replace(fast_config, search=policy), cache_mode="off")
     fake.fail_always("serper", "500")
     web.search(["first"], k=1)
@@ -127,7 +127,7 @@ def test_circuit_breaker_opens_skips_and_recovers(fake, tmp_path, fast_config):
     assert fake.calls["serper"] == 2  # skipped while open
     assert "circuit open" in web.pop_trace()[-1].attempts[0].error
     fake.fail_always("serper", None)
-    time.sleep(0.35)
+    time.sleep(1.05)
     [hits] = web.search(["third"], k=1)
     assert web.pop_trace()[-1].provider == "serper" and web.breaker_state("search", "serper") == "closed"
     assert hits[0].url == "https://example.org/third/1"
