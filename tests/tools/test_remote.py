@@ -144,3 +144,26 @@ def test_unreachable_server_is_a_clear_error_and_a_dead_one_falls_back(sample_in
     assert record.attempts[0].provider == "remote" and record.attempts[0].tries == 3
     with pytest.raises(BackendError, match="cannot reach wikisim serve"):
         RemoteBackend(url)
+
+
+def test_gym_env_over_remote_matches_in_process(server, sample_index):
+    import json
+
+    import gymnasium as gym
+
+    import wikisim  # noqa: F401 - registers WikiSim-v0
+
+    actions = [{"name": "search", "arguments": {"query": ["Anarchism", "Albedo"]}},
+               {"name": "visit", "arguments": {"url": ["Anarchism", "Not A Page"], "goal": "origin of the word"}},
+               {"name": "scholar", "arguments": {"query": "anarchism history"}}]
+
+    def observations(env: gym.Env) -> list[str]:
+        obs = [env.reset(seed=3)[0]]
+        for action in actions:
+            obs.append(env.step(f"<tool_call>{json.dumps(action)}</tool_call>")[0])
+        return obs
+
+    local_env = gym.make("WikiSim-v0", index=sample_index, python=False).unwrapped
+    remote_env = gym.make("WikiSim-v0", backend="remote", backend_kwargs={"url": server}, python=False).unwrapped
+    assert remote_env.manifest_hash == local_env.manifest_hash
+    assert observations(remote_env) == observations(local_env)  # byte for byte
