@@ -8,6 +8,7 @@ every sampled id under the sampling temperature (greedy: under the raw logits).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from agent.react import STOP_STRINGS, ChatFormat, Generation, TurnRequest
 from wikisim.errors import ConfigError
 
 _TAIL_TOKENS = 16  # decoded tail long enough to contain any stop string
+_MIN_PREFIX = 32  # shorter shared prompts are not worth a cached prefix
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class TransformersPolicy:
         self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")) if isinstance(i, int) and i >= 0}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generated_tokens = 0  # running count, read by benchmarks
+        self._prefixes: dict[tuple[int, ...], Any] = {}
 
     @classmethod
     def from_path(cls, path: str | Path, *, sampling: SamplingConfig | None = None) -> TransformersPolicy:
@@ -84,18 +87,22 @@ class TransformersPolicy:
         """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row."""
         if any(not c for c in contexts):
             raise ConfigError("TransformersPolicy needs token contexts; build episodes with a ChatFormat")
-        n, width = len(contexts), max(len(c) for c in contexts)
+        n = len(contexts)
+        p = self._shared_prefix(contexts)
+        cache = self._prefix_cache(tuple(contexts[0][:p]), n) if p else None
+        width = max(len(c) - p for c in contexts)
         input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, c in enumerate(contexts):  # left padding: every row's next token is at the end
-            input_ids[i, width - len(c) :] = torch.tensor(c)
-            mask[i, width - len(c) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.zeros((n, p + width), dtype=torch.long)
+        mask[:, :p] = 1
+        for i, c in enumerate(contexts):  # left padding after the shared prefix: next tokens line up at the end
+            input_ids[i, width - (len(c) - p) :] = torch.tensor(c[p:])
+            mask[i, p + width - (len(c) - p) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, p:]
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
         active = [m > 0 for m in max_new]
-        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache = result.cache
         while any(active):
             logits = result.logits[:, -1, :].float()
@@ -117,6 +124,27 @@ class TransformersPolicy:
             cache = result.cache
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
+
+    def _shared_prefix(self, contexts: list[list[int]]) -> int:
+        """Length of the system turn (up to its end-of-turn id) when every context starts with it.
+
+        Every episode of a run shares that prompt, so its KV cache is computed once and reused
+        by every row of every call: most of the prefill cost of a short turn.
+        """
+        first = contexts[0]
+        end = next((j for j, t in enumerate(first) if t in self.stop_ids), -1) + 1
+        if end < _MIN_PREFIX or any(len(c) <= end or c[:end] != first[:end] for c in contexts):
+            return 0
+        return end
+
+    def _prefix_cache(self, prefix: tuple[int, ...], n: int) -> Any:
+        if prefix not in self._prefixes:
+            with torch.inference_mode():
+                out = self.model(input_ids=torch.tensor([prefix]), use_cache=True)
+            self._prefixes = {prefix: out.cache}  # one system prompt per run: keep the latest only
+        cache = copy.deepcopy(self._prefixes[prefix])
+        cache.batch_repeat_interleave(n)
+        return cache
 
     def _pick(self, logits: torch.Tensor, gen: torch.Generator) -> tuple[int, float]:
         t, top_p = self.sampling.temperature, self.sampling.top_p

@@ -18,10 +18,13 @@ def tiny():
     return tiny_model(1)
 
 
-def _requests(policy: TransformersPolicy, questions: list[str], max_new: int = 20) -> list[TurnRequest]:
+LONG_SYSTEM = "You are a deep research assistant. " * 8  # long enough for the shared-prefix KV cache
+
+
+def _requests(policy: TransformersPolicy, questions: list[str], max_new: int = 20, system: str = "sys") -> list[TurnRequest]:
     out = []
     for i, q in enumerate(questions):
-        e = Episode(task_id=str(i), question=q, system_prompt="sys", seed=i, budget=Budget(max_new_tokens=max_new),
+        e = Episode(task_id=str(i), question=q, system_prompt=system, seed=i, budget=Budget(max_new_tokens=max_new),
                     chat=policy.chat)
         out.append(e.request())
     return out
@@ -36,10 +39,12 @@ def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
     assert all(len(g.ids) <= 20 for g in first)
 
 
-def test_greedy_logprobs_match_a_full_forward_pass_under_left_padding(tiny) -> None:
+@pytest.mark.parametrize("system", ["sys", LONG_SYSTEM])
+def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: str) -> None:
     tok, model = tiny
     policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
-    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"])
+    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"], system=system)
+    assert (policy._shared_prefix([list(r.ids) for r in reqs]) > 0) == (system == LONG_SYSTEM)
     for req, gen in zip(reqs, policy.act(reqs), strict=True):
         seq = torch.tensor([list(req.ids) + list(gen.ids)])
         with torch.inference_mode():

@@ -1,0 +1,48 @@
+"""`python -m agent.demo` (what `make demo` runs): the bundled corpus, tasks and baselines -> a leaderboard.
+
+Builds the bundled 2014 sample index once (cached), then evaluates the scripted floor
+(`search-answer`), the bundled real LLM (SmolLM2-135M-Instruct, greedy, small budgets so it
+fits a few minutes on 2 CPU cores) and the `oracle` ceiling on the bundled tasks, and prints
+one Markdown leaderboard. Results land in `runs/demo/<policy>/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agent.bench import EvalConfig, evaluate
+from agent.report import markdown_table
+from wikisim.build import ensure_sample_index
+
+LINEUP: tuple[tuple[str, dict[str, int]], ...] = (
+    ("search-answer", {}),
+    ("smollm2", {"max_turns": 3, "max_new_tokens": 96, "envs": 12, "batch_size": 12}),
+    ("oracle", {}),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="runs/demo", help="where each policy's results go")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N bundled tasks")
+    parser.add_argument("--skip-llm", action="store_true", help="scripted baselines only")
+    args = parser.parse_args(argv)
+    print("building the bundled sample index (once; cached) ...", flush=True)
+    index = ensure_sample_index()
+    summaries = []
+    for name, overrides in LINEUP:
+        if args.skip_llm and name == "smollm2":
+            continue
+        config = EvalConfig(policy=name, index=str(index), seeds=1, limit=args.limit, **{"max_turns": 4, **overrides})
+        summary, _ = evaluate(config, Path(args.out) / name)
+        summaries.append(summary)
+    print("\n## WikiSim-v0 leaderboard: bundled tasks (data/tasks/sample.jsonl)\n")
+    print(markdown_table(summaries), end="")
+    print(f"\nper-policy results, plots and trajectories: {args.out}/<policy>/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
