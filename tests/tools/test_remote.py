@@ -167,3 +167,23 @@ def test_gym_env_over_remote_matches_in_process(server, sample_index):
     remote_env = gym.make("WikiSim-v0", backend="remote", backend_kwargs={"url": server}, python=False).unwrapped
     assert remote_env.manifest_hash == local_env.manifest_hash
     assert observations(remote_env) == observations(local_env)  # byte for byte
+
+
+def test_prefork_workers_share_the_port_and_stop_together(sample_index, local, queries):
+    import os
+    from pathlib import Path
+
+    proc, url = start_serve(sample_index, "--workers", "2")
+    try:
+        expected = {q: local.search([q], 5)[0] for q in queries[:16]}
+        clients = [RemoteBackend(url) for _ in range(8)]
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda i: clients[i % 8].search([queries[i % 16]], 5)[0], range(64)))
+        assert got == [expected[queries[i % 16]] for i in range(64)]
+        children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        assert len(children) == 2
+    finally:
+        stop(proc)
+    for child in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)

@@ -8,6 +8,9 @@ is loaded and warm, so scripts and tests can wait for it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import socket
 import sys
 
@@ -24,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
     parser.add_argument("--max-queries", type=int, default=32, help="queries per request (default 32)")
     parser.add_argument("--max-k", type=int, default=100, help="largest k (default 100)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes answering on the one port, each with its own index handle, memo and /metrics (default 1)")
     parser.add_argument("--memo-size", type=int, default=4096,
                         help="answers memoised in memory, LRU (default 4096; 0 = off)")
 
@@ -44,7 +49,8 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, sock: socket.socket, backend: object | None = None) -> None:
+    """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
     import uvicorn
 
     from wikisim.server import ServerLimits, create_app
@@ -52,16 +58,57 @@ def run(args: argparse.Namespace) -> int:
 
     limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
                           memo_size=args.memo_size)
-    backend = WikiBackend(args.index, retriever=args.backend)
+    if backend is None:
+        backend = WikiBackend(args.index, retriever=args.backend)
+        backend.search(["warm up"], 1)
+    # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio)
+    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="auto",
+                            loop="auto", lifespan="off", timeout_keep_alive=30)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _prefork(args: argparse.Namespace, sock: socket.socket) -> None:
+    """N worker processes accept on one socket; each opens the index itself after the fork
+    (SQLite handles must not cross a fork). SIGTERM/SIGINT to this process stops them all."""
+    children = []
+    for _ in range(args.workers):
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            try:
+                _serve(args, sock)
+            finally:
+                os._exit(0)
+        children.append(pid)
+
+    def stop(signum: int, frame: object) -> None:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for pid in children:
+        os.waitpid(pid, 0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from wikisim.tools.wiki_backend import WikiBackend
+
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    backend = WikiBackend(args.index, retriever=args.backend)  # fail here, before binding, on a bad index
     backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
-    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, "
+    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, workers {args.workers}, "
           f"manifest {backend.manifest_hash[:12]})", flush=True)
-    # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio)
-    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="auto",
-                            loop="auto", lifespan="off", timeout_keep_alive=30)
-    uvicorn.Server(config).run(sockets=[sock])
+    if args.workers == 1:
+        _serve(args, sock, backend)
+    else:
+        del backend
+        _prefork(args, sock)
     return 0
