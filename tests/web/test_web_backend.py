@@ -212,3 +212,10 @@ def test_concurrency_and_qps_limits(fake, tmp_path, fast_config):
     for i in range(6):
         web2.search([f"rate {i}"], k=1)
     assert time.monotonic() - start >= 0.24  # 5 waits of 1/20 s after the first token
+
+
+def test_stats_count_each_retry_once(fake, tmp_path, fast_config):
+    fake.fail_always("serper", "500")
+    web = make(fake, tmp_path, fast_config, cache_mode="off")
+    web.search(["counted"], k=1)
+    assert web.stats()["search"]["retries"] == 2  # 3 tries on serper = 2 retries; serpapi answered at once

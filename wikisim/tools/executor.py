@@ -346,15 +346,13 @@ class Executor:
 
         def retryable(e: BaseException) -> bool:
             retry_after = getattr(e, "retry_after", None)
-            ok = isinstance(e, TransientBackendError) and (retry_after is None or retry_after <= policy.backoff_max_s)
-            if ok:
-                self._count(tool, "retries")
-            return ok
+            return isinstance(e, TransientBackendError) and (retry_after is None or retry_after <= policy.backoff_max_s)
 
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(policy.max_attempts),
             wait=lambda state: self._wait(policy, state),
             retry=tenacity.retry_if_exception(retryable),
+            before_sleep=lambda state: self._count(tool, "retries"),
             sleep=self._sleep, reraise=True,
         )
         return retrying(attempt)
