@@ -49,15 +49,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, backend: object | None = None) -> None:
+def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backend: object | None = None) -> None:
     """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
     import uvicorn
 
-    from wikisim.server import ServerLimits, create_app
+    from wikisim.server import create_app
     from wikisim.tools.wiki_backend import WikiBackend
 
-    limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
-                          memo_size=args.memo_size)
     if backend is None:
         backend = WikiBackend(args.index, retriever=args.backend)
         backend.search(["warm up"], 1)
@@ -67,7 +65,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, backend: object | None
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _prefork(args: argparse.Namespace, sock: socket.socket) -> None:
+def _prefork(args: argparse.Namespace, sock: socket.socket, limits: object) -> None:
     """N worker processes accept on one socket; each opens the index itself after the fork
     (SQLite handles must not cross a fork). SIGTERM/SIGINT to this process stops them all."""
     children = []
@@ -77,7 +75,7 @@ def _prefork(args: argparse.Namespace, sock: socket.socket) -> None:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
-                _serve(args, sock)
+                _serve(args, sock, limits)
             finally:
                 os._exit(0)
         children.append(pid)
@@ -94,21 +92,28 @@ def _prefork(args: argparse.Namespace, sock: socket.socket) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from wikisim.server import ServerLimits
     from wikisim.tools.wiki_backend import WikiBackend
 
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    backend = WikiBackend(args.index, retriever=args.backend)  # fail here, before binding, on a bad index
-    backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
-    sock = bind(args.host, args.port)
+    limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
+                          memo_size=args.memo_size)
+    sock = bind(args.host, args.port)  # a taken port fails at once, not after loading the index
+    try:
+        backend = WikiBackend(args.index, retriever=args.backend)
+        backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
+    except BaseException:
+        sock.close()
+        raise
     host, port = sock.getsockname()[:2]
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
     print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, workers {args.workers}, "
           f"manifest {backend.manifest_hash[:12]})", flush=True)
     if args.workers == 1:
-        _serve(args, sock, backend)
+        _serve(args, sock, limits, backend)
     else:
         del backend
-        _prefork(args, sock)
+        _prefork(args, sock, limits)
     return 0
