@@ -250,12 +250,14 @@ def train_grpo(
             record["retired"] = len(retired)
             record["pool"] = cur.composition()
         done = step + 1
+        t_dev = time.perf_counter()
         if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):
             ev = evaluate(sampler, accelerator.unwrap_model(model), dev_ids, cfg.dev_k, cfg.seed * 7 + 1,
                           cfg.temperature, accelerator)
             record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
-        record["time_generate"] = t_gen
-        record["time_step"] = time.perf_counter() - t0
+        t_dev = time.perf_counter() - t_dev
+        record["time_generate"], record["time_dev_eval"] = t_gen, t_dev
+        record["time_step"] = time.perf_counter() - t0 - t_dev  # the training step, without the dev evaluation
         record["time_other"] = record["time_step"] - t_gen - metrics["time_train"]
         run.log(record)
         history.append(record)
