@@ -123,6 +123,9 @@ class GRPOConfig(TrainConfig):
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
             raise ConfigError(f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}")
+        if self.clip_eps and self.temperature != 1.0:
+            raise ConfigError(f"clip_eps={self.clip_eps} compares with the sampler's log-probs, which are tempered: "
+                              f"set temperature=1 (got {self.temperature}) or clip_eps=0")
 
 
 C = TypeVar("C", bound=TrainConfig)

@@ -106,3 +106,15 @@ def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data):
     assert (tmp_path / "b" / "final" / "config.json").is_file()
     assert train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data).losses == []  # resumed: already done
     assert train_sft(cfg(tmp_path / "c", epochs=6, max_steps=3), data).steps == 3
+
+
+def test_lora_trains_adapters_and_saves_a_merged_model(tmp_path, data):
+    from agent.models import load_local
+
+    res = train_sft(cfg(tmp_path, lora_rank=4, epochs=2), data)
+    assert res.losses[-1] < res.losses[0]
+    _, merged = load_local(res.final_dir)
+    _, base = tiny_model(0)
+    assert not any("lora" in k for k in merged.state_dict())
+    changed = [k for k, v in merged.state_dict().items() if not torch.equal(v, base.state_dict()[k])]
+    assert changed and all("proj" in k for k in changed)  # only the adapted linear layers moved

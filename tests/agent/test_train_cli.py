@@ -34,6 +34,7 @@ def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
     ({"group_size": 1}, "group_size=1"),
     ({"steps": "ten"}, "must be a int"),
     ({"band_low": 0.5, "band_high": 0.5}, "band_low"),
+    ({"clip_eps": 0.2, "temperature": 0.7}, "tempered"),
 ])
 def test_bad_settings_name_the_value(values, match):
     with pytest.raises(ConfigError, match=match):
