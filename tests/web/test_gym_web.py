@@ -43,6 +43,11 @@ def test_same_policy_on_wiki_and_web(fake, sample_index, monkeypatch, tmp_path):
     assert "A study of anarchism history" in web[3]
     assert fake.calls["serper"] == 2 and fake.calls["jina"] == 1
     web_env.backend.close()
+    fake.inconsistent = True  # the live web has moved on; the replay must not notice
+    replay_env = gym.make("WikiSim-v0", backend="web", python=False, backend_kwargs={
+        "cache_path": tmp_path / "web.sqlite", "cache_mode": "replay-only"}).unwrapped
+    assert episode(replay_env) == web  # byte for byte, with no live call
+    assert fake.calls["serper"] == 2 and fake.calls["jina"] == 1
 
 
 def test_web_falls_back_to_the_local_index(fake, sample_index, tmp_path, fast_config):
