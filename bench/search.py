@@ -2,7 +2,8 @@
 
 Raw calls: pyserini's LuceneSearcher.search, bm25s tokenize + retrieve, and the model's
 encode + faiss search over the very same index files. Ours: `Retriever.search` (which adds
-docid/title/url lookup, query-focused snippets, validation and tie-ordering). Queries: the
+docid/title/url lookup, query-focused snippets, validation and tie-ordering). Both encode a
+query on one torch thread. Queries: the
 100 HotpotQA-100 questions over the bundled 2014 sample (built once into the cache).
 
     .venv/bin/python bench/search.py [--repeat 3] [--index DIR]
@@ -20,6 +21,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import Stemmer
+import torch
 from tqdm import tqdm
 
 from wikisim.build import ensure_sample_index
@@ -62,6 +64,8 @@ def main() -> None:
     stemmer = Stemmer.Stemmer("english")
     dense = ours["dense"]
     model, faiss_index = dense.model, dense.index
+    # ours encodes a query on one thread (far faster on a shared machine); so does the raw call
+    torch.set_num_threads(1)
 
     def raw_bm25s(q: str):
         tokens = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
