@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from tqdm import tqdm
 
@@ -35,8 +35,8 @@ from wikisim.index.manifest import (
 from wikisim.index.passages import MIN_PASSAGE_WORDS, PassageStore, PassageStoreWriter, split_page
 from wikisim.paths import SAMPLE_DUMP, cache_dir
 
-DenseKind = str  # "auto" | "flat" | "ivf" | "hnsw", validated in BuildParams
-_DENSE_KINDS = ("auto", "flat", "ivf", "hnsw")
+DenseKind = Literal["auto", "flat", "ivf", "hnsw"]
+_DENSE_KINDS: tuple[str, ...] = get_args(DenseKind)
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def build(
     passage_words: int = 150,
     model_path: str | Path | None = None,
     progress: bool = True,
-    dense_index: str = "auto",
+    dense_index: DenseKind = "auto",
 ) -> BuildReport:
     """Build `out` from dump files: page store, passages, bm25s, and optionally Lucene and dense.
 

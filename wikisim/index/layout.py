@@ -75,9 +75,10 @@ class Index:
         if backend not in BACKENDS:
             raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if backend not in self.backends:
+            flag = "--no-dense" if backend in ("dense", "hybrid") else f"--no-{backend}"
             raise IndexNotBuiltError(
                 f"{self.path} has no {backend!r} index (it has: {', '.join(self.backends) or 'none'}); "
-                f"rebuild without --no-{'dense' if backend in ('dense', 'hybrid') else backend}: {_fix(self.path)}"
+                f"rebuild it without {flag}: `wikisim build INPUT... --out {self.path}`"
             )
         if backend not in self._retrievers:
             self._retrievers[backend] = self._make(backend)

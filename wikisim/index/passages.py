@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -145,7 +146,7 @@ class PassageStore:
     """Read-only access to passages by docid, by page, or by index row.
 
     Recently read passages are kept (they are immutable): a search looks its hits up
-    twice, by row to rank and by docid to make hits.
+    twice, by row to rank and by docid to make hits. Safe to share between threads.
     """
 
     CACHE = 4096
@@ -159,6 +160,7 @@ class PassageStore:
         self._len = self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
         self._by_row: OrderedDict[int, Passage] = OrderedDict()
         self._by_docid: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def _remember(self, row: int, passage: Passage) -> None:
         self._by_row[row] = passage
@@ -171,16 +173,24 @@ class PassageStore:
         return self._len
 
     def get(self, docid: str) -> Passage | None:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM passages WHERE docid = ?", (docid,)).fetchone()
-        return Passage(*row) if row else None
+        return self.by_docids([docid]).get(docid)
 
     def for_page(self, page_id: int) -> list[Passage]:
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM passages WHERE page_id = ? ORDER BY row", (page_id,)
-        ).fetchall()
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM passages WHERE page_id = ? ORDER BY row", (page_id,)
+            ).fetchall()
         return [Passage(*r) for r in rows]
 
     def by_rows(self, rows: Sequence[int]) -> dict[int, Passage]:
+        with self._lock:
+            return self._by_rows(rows)
+
+    def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
+        with self._lock:
+            return self._by_docids(docids)
+
+    def _by_rows(self, rows: Sequence[int]) -> dict[int, Passage]:
         out = {r: self._by_row[r] for r in map(int, rows) if r in self._by_row}
         missing = [int(r) for r in rows if int(r) not in out]
         if missing:
@@ -190,7 +200,7 @@ class PassageStore:
                 self._remember(r[0], out[r[0]])
         return out
 
-    def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
+    def _by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
         out = {d: self._by_row[self._by_docid[d]] for d in docids if d in self._by_docid}
         missing = [d for d in docids if d not in out]
         if missing:
@@ -201,8 +211,13 @@ class PassageStore:
         return out
 
     def __iter__(self) -> Iterator[Passage]:
-        for r in self._db.execute(f"SELECT {_COLUMNS} FROM passages ORDER BY row"):
-            yield Passage(*r)
+        """Every passage in row order, read through a connection of its own (safe to interleave)."""
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            for r in db.execute(f"SELECT {_COLUMNS} FROM passages ORDER BY row"):
+                yield Passage(*r)
+        finally:
+            db.close()
 
     def close(self) -> None:
         self._db.close()
