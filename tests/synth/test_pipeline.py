@@ -88,6 +88,7 @@ def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     assert len(tasks) == 60 and tasks[0].extra["constraints"] and tasks[0].evidence
     parts = {s: read_jsonl(tmp_path / f"q-{s}.jsonl") for s in ("train", "test")}
     train = parts["train"]
+    assert len(train) > len(parts["test"]) > 0
     for t in parts["test"]:
         assert all(t.extra["wl_hash"] != u.extra["wl_hash"] and t.answers[0] != u.answers[0] for u in train)
     report = json.loads((tmp_path / "q.report.json").read_text())

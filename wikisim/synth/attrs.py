@@ -142,6 +142,42 @@ def life_dates(description: str) -> dict[str, Date]:
     return out
 
 
+_TEXT_NUMBERS = (
+    ("population", re.compile(r"\bpopulation (?:of|was|is|was estimated at|of about|of approximately) "
+                              r"(?:about |approximately |around |over |nearly )?(\d{1,3}(?:,\d{3})+|\d{4,})")),
+    ("area", re.compile(r"\barea of (?:about |approximately )?(\d[\d,.]*) ?(km2|km²|square kilometres|"
+                        r"square kilometers|square miles|sq mi)")),
+    ("elevation", re.compile(r"\b(?:elevation|height|altitude) of (?:about )?(\d[\d,.]*) ?(m|metres|meters|ft|feet)\b")),
+)
+_TEXT_DATES = (
+    ("founded", re.compile(r"\b(?:founded|established|formed|created) (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
+    ("released", re.compile(r"\breleased (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
+)
+
+
+def text_facts(text: str) -> dict[str, Date | Quantity]:
+    """Numbers and years stated in a lead ("a population of 40,123", "founded in 1850"):
+    the facts a dump without infoboxes (WikiExtractor) still has."""
+    head = text[:2000]
+    out: dict[str, Date | Quantity] = {}
+    for name, rx in _TEXT_NUMBERS:
+        m = rx.search(head)
+        if m:
+            try:
+                value = float(m.group(1).replace(",", "").rstrip("."))
+            except ValueError:
+                continue
+            unit = m.group(2) if rx.groups > 1 else ""
+            out[name] = Quantity(value, {"km²": "km2", "square kilometres": "km2", "square kilometers": "km2",
+                                         "square miles": "sq mi", "metres": "m", "meters": "m",
+                                         "feet": "ft"}.get(unit, unit))
+    for name, rx in _TEXT_DATES:
+        m = rx.search(head)
+        if m:
+            out[name] = Date(int(m.group(1)))
+    return out
+
+
 _ISA = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+([^.,;:()]{2,80})")
 _STOP = re.compile(r"\s(?:of|in|on|that|which|who|whose|from|for|by|with|and|to|at|located|where|based)\s")
 

@@ -16,9 +16,18 @@ import networkx as nx
 
 from wikisim.corpus.page import Page, Redirect, normalize_title
 from wikisim.errors import ConfigError
-from wikisim.synth.attrs import Date, Quantity, coarse_kind, field_kind, fine_type, life_dates
+from wikisim.synth.attrs import (
+    Date,
+    Quantity,
+    coarse_kind,
+    field_kind,
+    fine_type,
+    life_dates,
+    text_facts,
+)
 
 MENTIONS = "mentions"
+_EMPTY: set[int] = set()
 AttrKind = Literal["date", "number", "string"]
 
 
@@ -81,6 +90,9 @@ class KnowledgeGraph:
     title_index: dict[str, int] = field(default_factory=dict)  # normalised title or alias -> id
     aliases: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     popularity: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    out_any: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))  # any relation
+    inc_any: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    _nbrs: dict[int, frozenset[int]] = field(default_factory=dict, repr=False)  # cache of neighbors()
 
     def add_entity(self, e: Entity) -> None:
         self.entities[e.id] = e
@@ -109,22 +121,29 @@ class KnowledgeGraph:
         rels[e.relation] = e
         self.out[e.src].setdefault(e.relation, set()).add(e.dst)
         self.inc[e.dst].setdefault(e.relation, set()).add(e.src)
+        self.out_any[e.src].add(e.dst)
+        self.inc_any[e.dst].add(e.src)
+        self._nbrs.pop(e.src, None)
+        self._nbrs.pop(e.dst, None)
         return True
 
     def successors(self, n: int, relation: str | None = None) -> set[int]:
-        rels = self.out.get(n, {})
-        if relation is not None:
-            return rels.get(relation, set())
-        return set().union(*rels.values()) if rels else set()
+        """Pages n links to (with `relation`, or any). The graph's own set: do not mutate it."""
+        if relation is None:
+            return self.out_any.get(n, _EMPTY)
+        return self.out.get(n, {}).get(relation, _EMPTY)
 
     def predecessors(self, n: int, relation: str | None = None) -> set[int]:
-        rels = self.inc.get(n, {})
-        if relation is not None:
-            return rels.get(relation, set())
-        return set().union(*rels.values()) if rels else set()
+        """Pages that link to n (with `relation`, or any). The graph's own set: do not mutate it."""
+        if relation is None:
+            return self.inc_any.get(n, _EMPTY)
+        return self.inc.get(n, {}).get(relation, _EMPTY)
 
-    def neighbors(self, n: int) -> set[int]:
-        return self.successors(n) | self.predecessors(n)
+    def neighbors(self, n: int) -> frozenset[int]:
+        nb = self._nbrs.get(n)
+        if nb is None:
+            nb = self._nbrs[n] = frozenset(self.successors(n) | self.predecessors(n))
+        return nb
 
     def relations(self, src: int, dst: int) -> dict[str, Edge]:
         return self.edges.get((src, dst), {})
@@ -185,7 +204,19 @@ def entity_from_page(page: Page, linked_fields: set[str], provenance: str = "") 
     lives = life_dates(description)
     for name, d in lives.items():
         if name not in seen:
+            seen.add(name)
             attrs.append(Attribute(name, "date", d.iso(), date=d))
+    if "birth_date" in lives and "death_date" in lives:
+        years = lives["death_date"].year - lives["birth_date"].year
+        if 0 < years < 120:  # death year minus birth year, a derived number for numeric ranges
+            attrs.append(Attribute("years_lived", "number", str(years), quantity=Quantity(float(years), "years")))
+    for name, val in text_facts(page.text).items():
+        if name not in seen:
+            seen.add(name)
+            if isinstance(val, Date):
+                attrs.append(Attribute(name, "date", val.iso(), date=val))
+            else:
+                attrs.append(Attribute(name, "number", f"{val.value:g} {val.unit}".strip(), quantity=val))
     box_type = page.infobox.type if page.infobox is not None else ""
     fine = fine_type(description, box_type)
     return Entity(

@@ -33,20 +33,13 @@ class Question:
     uncertainty: tuple[str, ...]
 
 
-def _narrow(solver: Solver, pool: set[int], f: Fact) -> set[int]:
-    cand = solver.candidates(f.constraint)
-    if cand is not None:
-        pool = pool & cand
-    return {n for n in pool if solver.holds(f.constraint, n)}
-
-
 def choose_facts(solver: Solver, kind: str, x: int, facts: list[Fact], focus: str) -> tuple[list[Fact] | None, str]:
     """A small set of facts that only x satisfies (with its kind), or (None, drop reason)."""
     head = [IsKind(kind)]
     pool = solver.solve(head)
     chosen: list[Fact] = []
     for f in facts:
-        narrowed = _narrow(solver, pool, f)
+        narrowed = solver.narrow(f.constraint, pool)
         if x not in narrowed:
             return None, "inconsistent_fact"
         if len(narrowed) < len(pool):
@@ -91,10 +84,10 @@ def make_question(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, orb
     if chosen is None:
         return None, reason
     constraints = (IsKind(kind), *(f.constraint for f in chosen))
-    if solver.solve(constraints, limit=1) != {x}:
+    if solver.solve(constraints) != {x}:
         return None, "not_unique"
     kinds = {k for f in chosen for k in f.kinds}
-    if all(len(solver.solve([IsKind(kind), f.constraint], limit=1)) > 1 for f in chosen):
+    if all(len(solver.solve([IsKind(kind), f.constraint])) > 1 for f in chosen):
         kinds.add("conjunction")
     text = render(kind, list(constraints), rng)
     if re.search(rf"\b{re.escape(display_name(kg.entities[x].title))}\b", text, re.IGNORECASE):

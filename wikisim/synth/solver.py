@@ -62,14 +62,26 @@ def attr_value(e: Entity, attr: str) -> float | None:
 
 
 class Solver:
+    """Set algebra over indexes: by kind, by (kind, fine type), by attribute name, by name shape."""
+
     def __init__(self, kg: KnowledgeGraph) -> None:
         self.kg = kg
+        self.all = frozenset(kg.entities)
         self.by_kind: dict[str, set[int]] = {}
+        self.by_type: dict[tuple[str, str], set[int]] = {}
+        self.by_attr: dict[str, set[int]] = {}
+        self.by_name: dict[Pred, set[int]] = {}
         for n, e in kg.entities.items():
             self.by_kind.setdefault(e.kind, set()).add(n)
-        self.by_type: dict[tuple[str, str], set[int]] = {}
-        for n, e in kg.entities.items():
             self.by_type.setdefault((e.kind, e.fine_type), set()).add(n)
+            for a in e.attributes:
+                self.by_attr.setdefault(a.name, set()).add(n)
+            words = display_name(e.title).split()
+            keys: list[Pred] = [NameWords(len(words)), NameInitials(initials(e.title))]
+            if words:
+                keys.append(NameStarts(words[0][:1].upper()))
+            for key in keys:
+                self.by_name.setdefault(key, set()).add(n)
         self._memo: dict[object, frozenset[int]] = {}
 
     def _remember(self, key: object, value: set[int]) -> frozenset[int]:
@@ -78,13 +90,22 @@ class Solver:
         out = self._memo[key] = frozenset(value)
         return out
 
+    def pred_set(self, pred: Pred, pool: set[int] | frozenset[int] | None = None) -> set[int]:
+        """Entities (of pool, if given) whose attribute or name satisfies pred."""
+        if isinstance(pred, DateIn | NumberIn):
+            base = self.by_attr.get(pred.attr, set())
+            base = base & pool if pool is not None else base
+            return {n for n in base if pred_holds(pred, self.kg.entities[n])}
+        base = self.by_name.get(pred, set())
+        return base & pool if pool is not None else set(base)
+
     def target_set(self, t: Target) -> frozenset[int]:
         if isinstance(t, Named):
             return frozenset((t.node,)) if t.node in self.kg.entities else frozenset()
         if t in self._memo:
             return self._memo[t]
         pool = self.by_type.get((t.kind, t.fine_type), set()) if t.fine_type else self.by_kind.get(t.kind, set())
-        return self._remember(t, {n for n in pool if pred_holds(t.pred, self.kg.entities[n])})
+        return self._remember(t, self.pred_set(t.pred, pool))
 
     def path_set(self, p: Path) -> frozenset[int]:
         if p in self._memo:
@@ -111,22 +132,41 @@ class Solver:
         best = min(known.values()) if c.mode == "min" else max(known.values())
         return self._remember(c, {n for n, v in known.items() if v == best})
 
-    def candidates(self, c: Constraint) -> frozenset[int] | set[int] | None:
-        """A superset of the entities satisfying c, when one is cheap; None for filters."""
+    def exact(self, c: Constraint) -> frozenset[int] | set[int] | None:
+        """The set of entities satisfying c, where an index gives it directly; else None."""
         if isinstance(c, IsKind):
             return self.by_kind.get(c.kind, set())
         if isinstance(c, Path):
             return self.path_set(c)
         if isinstance(c, Extreme):
             return self.extreme_set(c)
-        if isinstance(c, CountOf) and c.k > 0:
-            out: set[int] = set()
-            for a in c.among:
-                out |= self.kg.neighbors(a.node)
-            return out
+        if isinstance(c, HasAttr) and not isinstance(c.pred, DateIn | NumberIn):
+            return self.by_name.get(c.pred, set())
         return None
 
+    def narrow(self, c: Constraint, pool: set[int] | frozenset[int]) -> set[int]:
+        """The members of pool that satisfy c."""
+        ex = self.exact(c)
+        if ex is not None:
+            return set(pool & ex) if len(pool) <= len(ex) else set(ex & pool)
+        if isinstance(c, HasAttr):
+            return self.pred_set(c.pred, pool)
+        if isinstance(c, Not):
+            return set(pool) - self.narrow(c.inner, pool)
+        if isinstance(c, CountOf):
+            counts: dict[int, int] = {}
+            for a in c.among:
+                for n in self.kg.neighbors(a.node):
+                    counts[n] = counts.get(n, 0) + 1
+            if c.k == 0:
+                return {n for n in pool if n not in counts}
+            return {n for n, k in counts.items() if k == c.k and n in pool}
+        if isinstance(c, Compare):
+            return {n for n in pool & self.by_attr.get(c.attr, set()) if self.holds(c, n)}
+        raise TypeError(f"unknown constraint {c!r}")
+
     def holds(self, c: Constraint, n: int) -> bool:
+        """Whether entity n satisfies c (one entity: for sets use narrow)."""
         e = self.kg.entities[n]
         if isinstance(c, IsKind):
             return e.kind == c.kind
@@ -150,23 +190,18 @@ class Solver:
             return n in self.extreme_set(c)
         raise TypeError(f"unknown constraint {c!r}")
 
-    def solve(self, constraints: Sequence[Constraint], limit: int | None = None) -> set[int]:
-        """All entities satisfying every constraint (stops early once more than `limit` remain)."""
-        cands = [self.candidates(c) for c in constraints]
-        sets = sorted((s for s in cands if s is not None), key=len)
-        if sets:
-            pool = set(sets[0])
-            for s in sets[1:]:
-                pool &= s
+    def solve(self, constraints: Sequence[Constraint]) -> set[int]:
+        """All entities satisfying every constraint; exact index sets first, smallest first."""
+        exacts = [(c, self.exact(c)) for c in constraints]
+        ordered = sorted(((c, s) for c, s in exacts if s is not None), key=lambda cs: len(cs[1]))
+        pool: set[int] | frozenset[int] = ordered[0][1] if ordered else self.all
+        for _, s in ordered[1:]:
+            pool = pool & s
+            if not pool:
+                return set()
+        for c, s in exacts:
+            if s is None:
+                pool = self.narrow(c, pool)
                 if not pool:
                     return set()
-        else:
-            pool = set(self.kg.entities)
-        filters = [c for c, s in zip(constraints, cands, strict=True) if s is None or isinstance(c, CountOf)]
-        out: set[int] = set()
-        for n in sorted(pool):
-            if all(self.holds(c, n) for c in filters):
-                out.add(n)
-                if limit is not None and len(out) > limit:
-                    break
-        return out
+        return set(pool)

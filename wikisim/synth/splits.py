@@ -1,8 +1,10 @@
-"""Train/dev/test splits by structure and answer entity.
+"""Train/dev/test splits by answer entity and subgraph structure.
 
-Why union-find: questions that share a subgraph structure (WL hash) or an answer entity
-are joined into one group, and a group goes to one split as a whole, so no test question
-shares its structure or answer with a training question.
+Why by answer: a model must not have seen the entity it is asked for. Why also by structure:
+each kept subgraph has its own WL hash, and a subgraph may give questions with different
+answers; its questions go to the split of its first question, and a later question whose
+answer belongs to another split is held out, so no test question shares its subgraph or
+its answer with a training question.
 """
 
 from __future__ import annotations
@@ -11,28 +13,20 @@ import hashlib
 from typing import Any
 
 SPLITS = ("train", "dev", "test")
+HELD_OUT = "held_out"
 
 
-def _find(parent: dict[str, str], a: str) -> str:
-    while parent[a] != a:
-        parent[a] = parent[parent[a]]
-        a = parent[a]
-    return a
+def answer_split(answer: str, dev: float = 0.1, test: float = 0.1) -> str:
+    u = int(hashlib.sha256(answer.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return "test" if u < test else "dev" if u < test + dev else "train"
 
 
 def assign_splits(records: list[dict[str, Any]], dev: float = 0.1, test: float = 0.1) -> dict[str, str]:
-    """Question id -> split; a group's split is a hash of its smallest key (order-free)."""
-    parent: dict[str, str] = {}
-    for r in records:
-        keys = (f"wl:{r['wl_hash']}", f"ans:{r['answer_node']}")
-        for k in keys:
-            parent.setdefault(k, k)
-        a, b = _find(parent, keys[0]), _find(parent, keys[1])
-        if a != b:
-            parent[max(a, b)] = min(a, b)
+    """Question id -> "train" | "dev" | "test" | "held_out" (a function of the records, in order)."""
+    by_structure: dict[str, str] = {}
     out: dict[str, str] = {}
     for r in records:
-        root = _find(parent, f"wl:{r['wl_hash']}")
-        u = int(hashlib.sha256(root.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-        out[r["id"]] = "test" if u < test else "dev" if u < test + dev else "train"
+        split = answer_split(r["answer"], dev, test)
+        structure = by_structure.setdefault(r["wl_hash"], split)
+        out[r["id"]] = split if split == structure else HELD_OUT
     return out

@@ -1,8 +1,8 @@
 """Independent re-verification of a written question record, by brute force.
 
-Why a second verifier: the solver in `solver.py` works on constraint objects with set algebra
-and memo tables; this one reads only the JSON record, walks a networkx MultiDiGraph forward
-from every entity, and shares no code with it beyond the graph's data. A question passes only
+Why a second verifier: the solver in `solver.py` works on constraint objects with indexes and
+memo tables; this one reads only the JSON record, tests every entity of a networkx
+MultiDiGraph one by one, and shares no code with the solver beyond the graph's data. A question passes only
 if exactly its answer satisfies every constraint, the answer page exists, its name is not in
 the question, and every evidence URL is a page of the graph.
 """
@@ -83,19 +83,23 @@ class Reverifier:
         e = self.kg.entities[n]
         return e.kind == t["kind"] and (not t["fine_type"] or e.fine_type == t["fine_type"]) and self._pred(t["pred"], n)
 
-    def _step(self, n: int, step: dict[str, Any]) -> Iterable[int]:
-        edges = self.g.out_edges(n, keys=True) if step["direction"] == "out" else self.g.in_edges(n, keys=True)
+    def _back(self, n: int, step: dict[str, Any]) -> Iterable[int]:
+        """The entities from which `step` leads to n."""
+        edges = self.g.in_edges(n, keys=True) if step["direction"] == "out" else self.g.out_edges(n, keys=True)
         for u, v, rel in edges:
             if step["relation"] == MENTIONS or rel == step["relation"]:
-                yield v if step["direction"] == "out" else u
+                yield u if step["direction"] == "out" else v
 
-    def _path(self, p: dict[str, Any], n: int) -> bool:
-        frontier = {n}
-        for step in p["steps"]:
-            frontier = {m for f in frontier for m in self._step(f, step)}
-            if not frontier:
-                return False
-        return any(self._is_target(p["end"], m) for m in frontier)
+    def _path_set(self, p: dict[str, Any], cache: dict[int, set[int]]) -> set[int]:
+        """Entities that reach p's end through its steps, found walking backwards from the end."""
+        key = id(p)
+        if key not in cache:
+            end = p["end"]
+            frontier = {end["node"]} if end["type"] == "Named" else {m for m in self.g.nodes if self._is_target(end, m)}
+            for step in reversed(p["steps"]):
+                frontier = {m for f in frontier for m in self._back(f, step)}
+            cache[key] = frontier
+        return cache[key]
 
     def _holds(self, c: dict[str, Any], n: int, groups: dict[int, set[int]]) -> bool:
         t = c["type"]
@@ -104,7 +108,7 @@ class Reverifier:
         if t == "HasAttr":
             return self._pred(c["pred"], n)
         if t == "Path":
-            return self._path(c, n)
+            return n in self._path_set(c, groups)
         if t == "Not":
             return not self._holds(c["inner"], n, groups)
         if t == "CountOf":
@@ -114,10 +118,7 @@ class Reverifier:
             mine, theirs = self._value(n, c["attr"]), self._value(c["other"]["node"], c["attr"])
             return mine is not None and theirs is not None and (mine < theirs if c["op"] == "<" else mine > theirs)
         if t == "Extreme":
-            key = id(c)
-            if key not in groups:
-                groups[key] = {m for m in self.g.nodes if self._path(c["group"], m)}
-            values = {m: v for m in groups[key] if (v := self._value(m, c["attr"])) is not None}
+            values = {m: v for m in self._path_set(c["group"], groups) if (v := self._value(m, c["attr"])) is not None}
             if n not in values:
                 return False
             best = min(values.values()) if c["mode"] == "min" else max(values.values())
