@@ -24,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OPENAI_API_KEY", "unused")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import torch  # noqa: E402
 from learn import SHORT_PROMPT, make_tasks  # noqa: E402
 
 from agent.grpo import train_grpo  # noqa: E402
@@ -54,6 +55,7 @@ def main() -> None:
                      group_size=args.group_size, micro_batch_size=64, cpu=True, dev_every=0, curriculum=args.curriculum,
                      pool_size=64)
     tok, _ = tiny_model(0)
+    torch.set_num_threads(1)
     t0 = time.perf_counter()
     train_grpo(cfg, train, runner.sampler(tok))
     wall = time.perf_counter() - t0

@@ -16,7 +16,7 @@ Held-out accuracy: greedy (temperature 0) and pass@1 / pass@k sampled at tempera
 Env system prompt: one line instead of the tool schemas (1.4k tokens), so that a 2-core CPU
 can afford the context; the rollouts, tools, reward and trajectories are otherwise the env's.
 
-    .venv/bin/python bench/learn.py                  # 3 seeds, ~10 min on a busy 2-core machine
+    .venv/bin/python bench/learn.py                  # 3 seeds, ~15 min on a busy 2-core machine
     .venv/bin/python bench/learn.py --seeds 0 --grpo-steps 10   # a quick look
 """
 
@@ -124,9 +124,8 @@ def summarize(runs: list[dict], k: int) -> dict:
     for a, b in (("untrained", "sft"), ("sft", "grpo")):
         for metric in ("greedy", "pass@1"):
             gains = [r[b][metric] - r[a][metric] for r in runs]
-            spread = max(out[f"{b}/{metric}"]["max"] - out[f"{b}/{metric}"]["min"],
-                         out[f"{a}/{metric}"]["max"] - out[f"{a}/{metric}"]["min"])
-            out[f"gain {a}->{b}/{metric}"] = {"mean": statistics.mean(gains), "min": min(gains),
+            spread = max(gains) - min(gains)  # paired: the same seed's weights before and after the stage
+            out[f"gain {a}->{b}/{metric}"] = {"mean": statistics.mean(gains), "min": min(gains), "per_seed": gains,
                                               "spread_across_seeds": spread,
                                               "gain_exceeds_spread": statistics.mean(gains) > spread}
     return out
@@ -178,8 +177,8 @@ def main() -> None:
     p.add_argument("--sft-lr", type=float, default=3e-3)
     p.add_argument("--sft-stop-loss", type=float, default=0.1)
     p.add_argument("--sft-max-steps", type=int, default=400)
-    p.add_argument("--grpo-lr", type=float, default=5e-4)
-    p.add_argument("--grpo-steps", type=int, default=40)
+    p.add_argument("--grpo-lr", type=float, default=1e-3)
+    p.add_argument("--grpo-steps", type=int, default=60)
     p.add_argument("--questions-per-step", type=int, default=16)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--dev-every", type=int, default=10)
@@ -207,8 +206,8 @@ def main() -> None:
         print(f"  {stage:9s} " + " | ".join(cells))
     for key in ("gain untrained->sft/greedy", "gain sft->grpo/greedy", "gain sft->grpo/pass@1"):
         s = summary[key]
-        print(f"  {key}: {s['mean']:+.3f} (min {s['min']:+.3f}); spread across seeds {s['spread_across_seeds']:.3f};"
-              f" gain > spread: {s['gain_exceeds_spread']}")
+        print(f"  {key}: {s['mean']:+.3f} (per seed {', '.join(f'{g:+.3f}' for g in s['per_seed'])}); "
+              f"spread across seeds {s['spread_across_seeds']:.3f}; gain > spread: {s['gain_exceeds_spread']}")
     for r in runs:
         print(f"  seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes; "
               f"SFT {r['sft_steps']} steps; SFT {r['time_s']['sft_phase']:.0f}s, GRPO {r['time_s']['grpo_phase']:.0f}s")
