@@ -1,6 +1,14 @@
 from __future__ import annotations
 
-from wikisim.synth.attrs import Date, Quantity, field_kind, life_dates, parse_date, parse_quantity
+from wikisim.synth.attrs import (
+    Date,
+    Quantity,
+    field_kind,
+    life_dates,
+    parse_date,
+    parse_quantity,
+    text_facts,
+)
 from wikisim.synth.graph import MENTIONS, KnowledgeGraph
 
 
@@ -13,11 +21,15 @@ def test_values_are_parsed_into_dates_and_quantities():
     assert field_kind("image", "Flag.svg") is None
     assert field_kind("population_total", "45,000") == ("number", Quantity(45000.0, ""))
     assert life_dates("Anna (3 May 1881 – 1950) was") == {"birth_date": Date(1881, 5, 3), "death_date": Date(1950)}
+    lead = "Oldtown is a town with a population of 45,123 and an area of 12.5 km2. It was founded in 1720."
+    assert text_facts(lead) == {"population": Quantity(45123.0, ""), "area": Quantity(12.5, "km2"),
+                                "founding_date": Date(1720)}
 
 
 def test_graph_has_typed_entities_relations_evidence_and_aliases(world: KnowledgeGraph):
     anna = world.entities[1]
     assert anna.kind == "person" and anna.attr("birth_date").date == Date(1881, 5, 3)
+    assert anna.attr("years_lived").quantity == Quantity(69.0, "years")  # from the lead's life dates
     assert world.entities[10].kind == "place" and world.entities[10].attr("population_total").quantity.value == 45000
     edge = world.relations(1, 10)["birth_place"]
     assert edge.sentence == "Anna Berg was born in Oldtown." and edge.url.endswith("/Anna_Berg")

@@ -150,8 +150,8 @@ _TEXT_NUMBERS = (
     ("elevation", re.compile(r"\b(?:elevation|height|altitude) of (?:about )?(\d[\d,.]*) ?(m|metres|meters|ft|feet)\b")),
 )
 _TEXT_DATES = (
-    ("founded", re.compile(r"\b(?:founded|established|formed|created) (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
-    ("released", re.compile(r"\breleased (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
+    ("founding_date", re.compile(r"\b(?:founded|established|formed|created) (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
+    ("release_date", re.compile(r"\breleased (?:in|on) (?:[^.]{0,20}?)(1\d{3}|20[0-2]\d)\b")),
 )
 
 

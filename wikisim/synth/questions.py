@@ -89,6 +89,8 @@ def make_question(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, orb
     kinds = {k for f in chosen for k in f.kinds}
     if all(len(solver.solve([IsKind(kind), f.constraint])) > 1 for f in chosen):
         kinds.add("conjunction")
+    if not kinds:
+        return None, "no_uncertainty"
     text = render(kind, list(constraints), rng)
     if re.search(rf"\b{re.escape(display_name(kg.entities[x].title))}\b", text, re.IGNORECASE):
         return None, "answer_named"

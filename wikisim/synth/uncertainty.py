@@ -202,7 +202,7 @@ def facts_for(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, rng: ra
                           ("negation_exclusion",), frozenset((x,)), (x, z)))
     among = others[:5]
     linked = [a for a in among if a in nbrs]
-    if len(among) >= 2 and linked:
+    if len(among) >= 2 and 0 < len(linked) < len(among):  # "2 of 2" would just be two links
         stated = frozenset.intersection(*[
             frozenset(src for src, dst in ((x, a), (a, x)) if kg.relations(src, dst)) for a in linked
         ])
