@@ -33,18 +33,26 @@ RESULTS = Path(__file__).resolve().parent / "results"
 K = 10
 
 
-def timed(fn: Callable[[str], object], queries: list[str], repeat: int, label: str) -> dict[str, float]:
-    for q in queries[:10]:  # warm-up: JIT, caches, lazy loads
-        fn(q)
-    times = []
-    for _ in range(repeat):
-        for q in tqdm(queries, desc=label, leave=False):
-            t0 = time.perf_counter()
-            fn(q)
-            times.append(time.perf_counter() - t0)
-    times.sort()
+def stats(times: list[float]) -> dict[str, float]:
+    times = sorted(times)
     return {"p50_ms": 1e3 * statistics.median(times), "p99_ms": 1e3 * times[int(0.99 * (len(times) - 1))],
             "qps": len(times) / sum(times)}
+
+
+def paired(raw: Callable[[str], object], ours: Callable[[str], object], queries: list[str], repeat: int,
+           label: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Raw and ours timed back to back on each query, so both see the same load on a shared machine."""
+    for q in queries[:10]:  # warm-up: JIT, caches, lazy loads
+        raw(q)
+        ours(q)
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for q in tqdm(queries, desc=label, leave=False):
+            for fn, out in ((raw, times[0]), (ours, times[1])):
+                t0 = time.perf_counter()
+                fn(q)
+                out.append(time.perf_counter() - t0)
+    return stats(times[0]), stats(times[1])
 
 
 def main() -> None:
@@ -84,8 +92,7 @@ def main() -> None:
     report: dict = {"queries": len(queries), "repeat": args.repeat, "passages": len(index.passages),
                     "manifest_hash": index.manifest_hash, "backends": {}}
     for backend in ("lucene", "bm25s", "dense", "hybrid"):
-        r = timed(raw[backend], queries, args.repeat, f"raw {backend}")
-        o = timed(lambda q, b=backend: ours[b].search([q], k=K), queries, args.repeat, f"wikisim {backend}")
+        r, o = paired(raw[backend], lambda q, b=backend: ours[b].search([q], k=K), queries, args.repeat, backend)
         report["backends"][backend] = {"raw": r, "wikisim": o, "overhead_p50": o["p50_ms"] / r["p50_ms"]}
     print(f"\n{'backend':<8}{'raw p50':>10}{'raw p99':>10}{'raw qps':>9}{'ours p50':>10}{'ours p99':>10}"
           f"{'ours qps':>10}{'p50 ratio':>11}")

@@ -58,7 +58,10 @@ def test_passage_store_roundtrip(tmp_path, page: Page) -> None:
     assert store.get("9#0") == other[0]
     assert store.get("9#1") is None
     assert [p.docid for p in store.for_page(7)] == [f"7#{n}" for n in range(len(store) - 1)]
-    assert store.by_rows([len(store) - 1]) == {len(store) - 1: other[0]}
+    last = len(store) - 1
+    assert store.docids([0, last]) == {0: "7#0", last: "9#0"}
+    assert store.by_rows([last]) == {last: other[0]}
+    assert store.docids([last, 10_000]) == {last: "9#0"}  # served from the cache, unknown rows left out
     with pytest.raises(IndexNotBuiltError, match="no passage store"):
         PassageStore(tmp_path / "missing.sqlite")
 

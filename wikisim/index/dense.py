@@ -165,8 +165,8 @@ class DenseRetriever(RankedRetriever):
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         n = min(depth + EXTRA_DEPTH, self.index.ntotal)
         scores, rows = self.index.search(self.encode(queries), n)
-        found = self.passages.by_rows(np.unique(rows[rows >= 0]).tolist())
+        found = self.passages.docids(np.unique(rows[rows >= 0]).tolist())
         return [
-            top_k([(found[int(r)].docid, float(s)) for r, s in zip(row, score, strict=True) if r >= 0], depth)
+            top_k([(found[int(r)], float(s)) for r, s in zip(row, score, strict=True) if r >= 0], depth)
             for row, score in zip(rows, scores, strict=True)
         ]

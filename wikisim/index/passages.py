@@ -186,6 +186,16 @@ class PassageStore:
         with self._lock:
             return self._by_rows(rows)
 
+    def docids(self, rows: Sequence[int]) -> dict[int, str]:
+        """Row -> docid without reading texts: what ranking needs (hybrid reads 100+ rows a list)."""
+        with self._lock:
+            out = {r: self._by_row[r].docid for r in map(int, rows) if r in self._by_row}
+            missing = [int(r) for r in rows if int(r) not in out]
+            if missing:
+                marks = ",".join("?" * len(missing))
+                out.update(self._db.execute(f"SELECT row, docid FROM passages WHERE row IN ({marks})", missing))
+        return out
+
     def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
         with self._lock:
             return self._by_docids(docids)

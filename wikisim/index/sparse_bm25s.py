@@ -59,8 +59,8 @@ class BM25sRetriever(RankedRetriever):
             show_progress=False, n_threads=0,
         )
         docs, scores = np.asarray(docs), np.asarray(scores)
-        found = self.passages.by_rows(np.unique(docs[scores > 0]).tolist())
+        found = self.passages.docids(np.unique(docs[scores > 0]).tolist())
         for j, i in enumerate(asked):
-            pairs = [(found[int(r)].docid, float(s)) for r, s in zip(docs[j], scores[j], strict=True) if s > 0]
+            pairs = [(found[int(r)], float(s)) for r, s in zip(docs[j], scores[j], strict=True) if s > 0]
             results[i] = top_k(pairs, depth)
         return results
