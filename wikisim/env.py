@@ -17,6 +17,7 @@ Vector envs: `AsyncVectorEnv(fns, shared_memory=False)`; Gymnasium's shared memo
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         reward: "em" | "f1" | "judge" (the judge needs `judge=ChatConfig(...)` or its dict).
         backend: "wiki" | "remote" | "web", or a Backend instance.
         backend_kwargs: keyword arguments for a named remote or web backend.
+        url: shorthand for `backend_kwargs={"url": url}` (the `wikisim serve` address of "remote").
         retriever: the wiki backend's retriever: "bm25s" | "lucene" | "dense" | "hybrid".
         search_k: results per search query. visit_tokens: token budget of each visited page.
         python: include the python sandbox tool (None: when installed).
@@ -105,6 +107,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         reward: str = "em",
         backend: str | Backend = "wiki",
         backend_kwargs: dict[str, Any] | None = None,
+        url: str | None = None,
         retriever: str = "bm25s",
         search_k: int = 10,
         visit_tokens: int = 1500,
@@ -129,7 +132,10 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "python_limits": python_limits,
             "date": date,
         }
-        self.backend = self._backend(backend, index, retriever, backend_kwargs or {})
+        backend_kwargs = dict(backend_kwargs or {})
+        if url is not None:
+            backend_kwargs["url"] = url
+        self.backend = self._backend(backend, index, retriever, backend_kwargs)
         self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python,
                                                 python_limits=python_limits)
         self._parameters = self.toolbox.parameters
@@ -223,8 +229,12 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         self._counts["calls"] += len(calls)
         self._counts["errors"] += errors + malformed
         self._counts["malformed"] += malformed
-        return "\n".join(responses), {"tool_calls": calls, "latency_s": latency, "calls": len(calls),
-                                      "errors": errors + malformed, "malformed": malformed}
+        info = {"tool_calls": calls, "latency_s": latency, "calls": len(calls),
+                "errors": errors + malformed, "malformed": malformed}
+        pop_trace = getattr(self.backend, "pop_trace", None)
+        if pop_trace is not None:  # an executor-wrapped backend: retries, fallbacks, cache hits
+            info["backend_trace"] = [asdict(record) for record in pop_trace()]
+        return "\n".join(responses), info
 
     def _finish(self, parsed: Action, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         task, answer = self.task, parsed.answer or ""

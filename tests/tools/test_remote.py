@@ -164,7 +164,7 @@ def test_gym_env_over_remote_matches_in_process(server, sample_index):
         return obs
 
     local_env = gym.make("WikiSim-v0", index=sample_index, python=False).unwrapped
-    remote_env = gym.make("WikiSim-v0", backend="remote", backend_kwargs={"url": server}, python=False).unwrapped
+    remote_env = gym.make("WikiSim-v0", backend="remote", url=server, python=False).unwrapped
     assert remote_env.manifest_hash == local_env.manifest_hash
     assert observations(remote_env) == observations(local_env)  # byte for byte
 

@@ -42,6 +42,10 @@ def test_same_policy_on_wiki_and_web(fake, sample_index, monkeypatch, tmp_path):
     assert "History" in web[2] and "example.org/anarchism-history" not in web[2]
     assert "A study of anarchism history" in web[3]
     assert fake.calls["serper"] == 2 and fake.calls["jina"] == 1
+    web_env.reset(seed=0)
+    _, _, _, _, info = web_env.step({"name": "search", "arguments": {"query": "Anarchism origin of the word"}})
+    [record] = info["backend_trace"]  # the executor's record of the call reaches step info
+    assert record["tool"] == "search" and record["outcome"] == "cache" and record["provider"] == "cache"
     web_env.backend.close()
     fake.inconsistent = True  # the live web has moved on; the replay must not notice
     replay_env = gym.make("WikiSim-v0", backend="web", python=False, backend_kwargs={
