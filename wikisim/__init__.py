@@ -10,9 +10,11 @@ ENV_ID = "WikiSim-v0"
 
 
 def register_envs() -> None:
-    """Register WikiSim-v0 with Gymnasium (idempotent); also the `gymnasium.envs` entry point.
+    """Register WikiSim-v0 with Gymnasium (idempotent).
 
-    The entry point is a string, so registering imports only Gymnasium, not the env's indexes.
+    Gymnasium 1.x no longer loads `gymnasium.envs` plugin entry points; in a fresh interpreter
+    `gym.make("wikisim:WikiSim-v0")` imports this package, which registers the env. The entry
+    point is a string, so registering imports only Gymnasium, not the env's indexes.
     """
     from gymnasium.envs.registration import register, registry
 
