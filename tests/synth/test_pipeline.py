@@ -80,19 +80,20 @@ def main(argv: list[str]) -> int:
 
 def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     out = tmp_path / "q.jsonl"
-    args = ["--index", str(sample_index), "--n", "60", "--seed", "3", "--out", str(out), "--quiet"]
+    args = ["--index", str(sample_index), "--n", "150", "--seed", "3", "--out", str(out), "--quiet"]
     assert main(args) == 0
     first = out.read_bytes()
     assert main(args) == 0 and out.read_bytes() == first
     tasks = read_jsonl(out)
-    assert len(tasks) == 60 and tasks[0].extra["constraints"] and tasks[0].evidence
-    parts = {s: read_jsonl(tmp_path / f"q-{s}.jsonl") for s in ("train", "test")}
-    train = parts["train"]
-    assert len(train) > len(parts["test"]) > 0
-    for t in parts["test"]:
-        assert all(t.extra["wl_hash"] != u.extra["wl_hash"] and t.answers[0] != u.answers[0] for u in train)
+    assert len(tasks) == 150 and tasks[0].extra["constraints"] and tasks[0].evidence
+    parts = {s: [json.loads(line) for line in (tmp_path / f"q-{s}.jsonl").read_text().splitlines()]
+             for s in ("train", "dev", "test")}
+    train, test = parts["train"], parts["test"]
+    assert len(train) > len(test) > 0
+    for t in test:
+        assert all(t["wl_hash"] != u["wl_hash"] and t["answer"] != u["answer"] for u in train)
     report = json.loads((tmp_path / "q.report.json").read_text())
-    assert report["run"]["questions"] == 60 and report["graph"]["nodes"] == 106
+    assert report["run"]["questions"] == 150 and report["graph"]["nodes"] == 106
 
 
 def test_oracle_solves_through_tools_and_top_hit_baseline_does_not(index, sample_run):
