@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: install
-	$(PY) -m wikisim.demo
+	$(PY) -m agent.demo
 
 test: install
 	$(PY) -m pytest -q
