@@ -96,7 +96,8 @@ def main() -> None:
     kg, run = main_run["kg"], main_run["run"]
     gstats = graph_stats(kg)
     rstats = run_stats(kg, run)
-    verdicts, t_rev = timed(lambda: [Reverifier(kg).check(r) for r in run.records])
+    checker = Reverifier(kg)
+    verdicts, t_rev = timed(lambda: [checker.check(r) for r in run.records])
     reverified = sum(v.ok for v in verdicts) / max(1, len(verdicts))
     tree = graph_and_run(pages, args.n, args.seed, tree_only=True)
     tstats = run_stats(tree["kg"], tree["run"])
