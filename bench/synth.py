@@ -125,6 +125,8 @@ def main() -> None:
     print(f"  distinct structures per 1,000 questions {structures_per_1000(run):.0f} vs tree-only "
           f"{structures_per_1000(tree['run']):.0f} (ratio "
           f"{structures_per_1000(run) / max(1.0, structures_per_1000(tree['run'])):.2f})")
+    print(f"  distinct unlabelled shapes per 1,000 questions {1000 * rstats['distinct_shapes'] / max(1, len(run.records)):.0f} "
+          f"vs tree-only {1000 * tstats['distinct_shapes'] / max(1, len(tree['run'].records)):.0f}")
     print(f"  uncertainty kinds {rstats['uncertainty']}; all nine: {kinds == set(UNCERTAINTY_KINDS)}")
     print(f"  independent re-verification {reverified:.3f} (target >= 0.95) in {t_rev:.1f} s")
     print(f"  tree-only speed {tree['q_per_s']:.1f} q/s; ratio full/tree {main_run['q_per_s'] / tree['q_per_s']:.2f}")

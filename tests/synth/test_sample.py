@@ -46,3 +46,17 @@ def test_sampling_is_a_function_of_the_seed(world):
     assert all(3 <= len(s.nodes) <= 8 and nx.is_connected(s.to_networkx(world)) for s in a)
     hist = structure_histogram(world, a)
     assert sum(hist["size"].values()) == len(a) == sum(hist["shape"].values())
+
+
+def _record(edges: list[tuple[int, int]]) -> dict:
+    nodes = sorted({n for e in edges for n in e})
+    return {"subgraph": {"nodes": [{"id": n} for n in nodes], "edges": [{"u": u, "v": v} for u, v in edges]}}
+
+
+def test_shape_hash_ignores_labels_and_ids_but_not_topology():
+    from wikisim.synth.report import shape_hash
+
+    path = shape_hash(_record([(1, 2), (2, 3), (3, 4)]))
+    assert path == shape_hash(_record([(7, 9), (9, 8), (8, 5)]))
+    assert path != shape_hash(_record([(1, 2), (1, 3), (1, 4)]))  # a star
+    assert path != shape_hash(_record([(1, 2), (2, 3), (3, 4), (4, 1)]))  # a cycle

@@ -59,7 +59,17 @@ def run_stats(kg: KnowledgeGraph, run: SynthRun) -> dict[str, Any]:
         "uncertainty": dict(sorted(kinds.items())),
         "answer_orbit_sizes": dict(sorted((str(k), v) for k, v in orbit_sizes.items())),
         "distinct_wl_hashes": len({r["wl_hash"] for r in run.records}),
+        "distinct_shapes": len({shape_hash(r) for r in run.records}),
     }
+
+
+def shape_hash(record: dict[str, Any]) -> str:
+    """WL hash of a question's subgraph without labels: its bare topology (a 3-8 node tree has
+    one of 46 shapes; graphs with cycles have thousands)."""
+    g = nx.Graph()
+    g.add_nodes_from(n["id"] for n in record["subgraph"]["nodes"])
+    g.add_edges_from((e["u"], e["v"]) for e in record["subgraph"]["edges"])
+    return nx.weisfeiler_lehman_graph_hash(g, iterations=3)
 
 
 def plot_graph(kg: KnowledgeGraph, out_dir: Path, center: int | None = None) -> list[Path]:
