@@ -67,9 +67,9 @@ def shape_hash(record: dict[str, Any]) -> str:
     """WL hash of a question's subgraph without labels: its bare topology (a 3-8 node tree has
     one of 46 shapes; graphs with cycles have thousands)."""
     g = nx.Graph()
-    g.add_nodes_from(n["id"] for n in record["subgraph"]["nodes"])
+    g.add_nodes_from((n["id"], {"x": ""}) for n in record["subgraph"]["nodes"])  # one constant label
     g.add_edges_from((e["u"], e["v"]) for e in record["subgraph"]["edges"])
-    return nx.weisfeiler_lehman_graph_hash(g, iterations=3)
+    return nx.weisfeiler_lehman_graph_hash(g, node_attr="x", iterations=3)
 
 
 def plot_graph(kg: KnowledgeGraph, out_dir: Path, center: int | None = None) -> list[Path]:
