@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from agent.models import load_smollm2, smollm2_dir, tiny_model
@@ -36,6 +37,7 @@ def test_tiny_chat_template_renders_tools_and_turns() -> None:
     assert tok("<|im_end|>", add_special_tokens=False)["input_ids"] == [tok.eos_token_id]
 
 
+@pytest.mark.slow
 def test_smollm2_converts_once_and_reloads_from_the_cache() -> None:
     path = smollm2_dir()
     stamp = (path / "model.safetensors").stat().st_mtime_ns
