@@ -3,8 +3,8 @@
 Every step samples G rollouts per question with the current weights, turns their rewards
 into advantages, and makes exactly one optimizer update from them; nothing is reused and
 no group is resampled (no dynamic sampling). The loss pieces live in `agent.losses`;
-sampling is any `Sampler` (the in-process model through `agent.rollout`, see
-`agent.grpo_env`, or a server that reloads the checkpoints this loop writes).
+sampling is any `Sampler` (the in-process model through `agent.rollout`: see
+`agent.train_env`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both run through `agent.rollout` (batched policy calls over a pool of envs), so training
 sees exactly the trajectories the harness would record. The GRPO sampler wraps the
 *current* in-process weights in a `TransformersPolicy` on every call (strictly
-on-policy); a server-side sampler would instead reload the checkpoint the loop writes.
+on-policy).
 """
 
 from __future__ import annotations

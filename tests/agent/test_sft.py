@@ -74,12 +74,19 @@ def test_observation_tokens_get_exactly_zero_gradient(tok, data):
     assert torch.count_nonzero(logits.grad[:, -1]) == 0
 
 
-def test_loss_falls_and_final_model_saved(tmp_path, data):
-    res = train_sft(cfg(tmp_path, epochs=6), data)
+@pytest.fixture(scope="module")
+def six_epochs(tmp_path_factory, data):
+    """One straight 12-step run that several tests compare against."""
+    path = tmp_path_factory.mktemp("sft6")
+    return path, train_sft(cfg(path, epochs=6), data)
+
+
+def test_loss_falls_and_final_model_saved(six_epochs):
+    path, res = six_epochs
     assert res.steps == 12 and len(res.losses) == 12
     assert res.losses[-1] < 0.8 * res.losses[0]
-    assert (tmp_path / "final" / "config.json").is_file() and (tmp_path / "curves.png").is_file()
-    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert (path / "final" / "config.json").is_file() and (path / "curves.png").is_file()
+    rows = read_metrics(path / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, 13))
 
 
@@ -97,8 +104,8 @@ def test_same_seed_same_curve_and_exact_resume(tmp_path, data):
     assert other != a
 
 
-def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data):
-    full = train_sft(cfg(tmp_path / "a", epochs=6), data).losses
+def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data, six_epochs):
+    full = six_epochs[1].losses
     threshold = sum(full[4:9]) / 5 + 1e-6
     stop = next(k for k in range(5, 13) if sum(full[k - 5 : k]) / 5 < threshold)  # first 5-step window under it
     res = train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data)
