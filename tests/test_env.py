@@ -204,7 +204,7 @@ def test_hostile_python_is_contained_and_the_episode_goes_on(sample_index: Path)
     e.reset(options={"task_id": "angola-capital"})
     before = set(_children(os.getpid()))
     hostile = {
-        "while True: pass": "wall-clock limit",
+        "while True: pass": "limit",  # CPU or wall clock, whichever the host hits first
         "import os\nwhile True: os.fork()": "Error",
         "x = bytearray(20 * 2**30)": "MemoryError",
         "open('/tmp/wikisim-escape.txt', 'w').write('x')": "Error",
