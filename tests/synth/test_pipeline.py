@@ -112,3 +112,5 @@ def test_expansion_discovers_by_search_and_visit_with_provenance(index):
     built = graph_from_store(index.store, backend=WikiBackend(index), seeds=2, seed=0,
                              expand_config=ExpandConfig(max_nodes=40))
     assert len(built.kg.entities) == 40 and all(e.provenance for e in built.kg.entities.values())
+    run = generate(built.kg, SynthConfig(n=5, seed=0), progress=False)
+    assert run.records and all(n["provenance"] for r in run.records for n in r["subgraph"]["nodes"])

@@ -97,6 +97,15 @@ def make_question(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, orb
     return Question(x, orbit, text, constraints, tuple(chosen), tuple(sorted(kinds))), ""
 
 
+def _node(kg: KnowledgeGraph, n: int) -> dict[str, Any]:
+    """A subgraph node; with the query or URL that found it when the graph came from expansion."""
+    e = kg.entities[n]
+    out: dict[str, Any] = {"id": n, "title": e.title, "kind": e.kind, "url": e.url}
+    if e.provenance:
+        out["provenance"] = e.provenance
+    return out
+
+
 def question_record(kg: KnowledgeGraph, q: Question, sub: Subgraph, *, seed: int, manifest_hash: str,
                     wl_version: str, qid: str) -> dict[str, Any]:
     """The JSONL record (a TaskSet task: id, question, answers, evidence, plus our fields)."""
@@ -125,8 +134,7 @@ def question_record(kg: KnowledgeGraph, q: Question, sub: Subgraph, *, seed: int
         "evidence_pages": [{"id": p, "title": kg.entities[p].title, "url": kg.entities[p].url} for p in pages],
         "evidence_edges": evidence_edges,
         "subgraph": {
-            "nodes": [{"id": n, "title": kg.entities[n].title, "kind": kg.entities[n].kind,
-                       "url": kg.entities[n].url} for n in sub.nodes],
+            "nodes": [_node(kg, n) for n in sub.nodes],
             "edges": [{"u": u, "v": v, "relation": r} for u, v, r in sub.edges],
             "cyclic": sub.cyclic,
         },
