@@ -7,6 +7,7 @@ next turn, so they are deterministic and batch trivially.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,16 +79,23 @@ def best_span(question: str, text: str) -> str:
     return sentences[ranked[0]][:100]
 
 
-class SearchAnswerPolicy:
-    """Search the question, visit the top hit with the question as goal, answer the best span."""
-
-    name = "search-answer"
+class _ScriptedPolicy(ABC):
+    """Each request's next turn comes from `turn` alone; the shared part of both baselines."""
 
     def __init__(self, chat: ChatFormat | None = None):
         self.chat = chat
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
         return [Generation(text=self.turn(r)) for r in requests]
+
+    @abstractmethod
+    def turn(self, request: TurnRequest) -> str: ...
+
+
+class SearchAnswerPolicy(_ScriptedPolicy):
+    """Search the question, visit the top hit with the question as goal, answer the best span."""
+
+    name = "search-answer"
 
     def turn(self, request: TurnRequest) -> str:
         question = request.messages[1]["content"]
@@ -109,7 +117,7 @@ def task_answer(task: Mapping[str, Any]) -> str:
     return str(answers[0])
 
 
-class OraclePolicy:
+class OraclePolicy(_ScriptedPolicy):
     """Search the question, visit each of the task's evidence pages, then give the gold answer.
 
     An upper bound for the harness and an SFT teacher: every step is a real tool call, so
@@ -117,12 +125,6 @@ class OraclePolicy:
     """
 
     name = "oracle"
-
-    def __init__(self, chat: ChatFormat | None = None):
-        self.chat = chat
-
-    def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
-        return [Generation(text=self.turn(r)) for r in requests]
 
     def turn(self, request: TurnRequest) -> str:
         question = request.messages[1]["content"]
