@@ -5,12 +5,9 @@ formatted as the released Tongyi DeepResearch scholar tool formats its results.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from wikisim.errors import WikisimError
-from wikisim.tools.action import check_arguments
 from wikisim.tools.base import Backend, ScholarHit
-from wikisim.tools.search import QUERY_SEPARATOR, as_list, query_spec
+from wikisim.tools.search import QueryTool
 
 MAX_CITED_BY = 5
 
@@ -45,29 +42,14 @@ def format_scholar(query: str, hits: Sequence[ScholarHit]) -> str:
     return f"A Google scholar for '{query}' found {len(items)} results:\n\n## Scholar Results\n" + "\n\n".join(items)
 
 
-class ScholarTool:
+class ScholarTool(QueryTool):
     name = "scholar"
 
     def __init__(self, backend: Backend, k: int = 10) -> None:
-        self.backend = backend
-        self.k = k
-        self.schema: dict[str, Any] = {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": "Search academic publications (title, authors, year, venue, DOI or URL, and the "
-                f"pages that cite each). Returns the top {k} per query; several queries may be given in one call.",
-                "parameters": {"type": "object", "properties": {"query": query_spec("scholar")}, "required": ["query"]},
-            },
-        }
-
-    def __call__(self, **arguments: Any) -> str:
-        why = check_arguments(self.name, self.schema["function"]["parameters"], arguments)
-        if why:
-            return f"Error: {why}"
-        queries = [q.strip() for q in as_list(arguments["query"])]
-        try:
-            results = self.backend.scholar(queries, self.k)
-        except WikisimError as e:
-            return f"Error: scholar failed on the {self.backend.name} backend: {e}"
-        return QUERY_SEPARATOR.join(format_scholar(q, hits) for q, hits in zip(queries, results, strict=True))
+        super().__init__(
+            backend,
+            k,
+            "Search academic publications (title, authors, year, venue, DOI or URL, and the "
+            f"pages that cite each). Returns the top {k} per query; several queries may be given in one call.",
+            format_scholar,
+        )

@@ -5,7 +5,7 @@ on the web reads the same layout here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wikisim.errors import WikisimError
@@ -39,19 +39,25 @@ def format_search(query: str, hits: Sequence[Hit]) -> str:
     return f"A Google search for '{query}' found {len(items)} results:\n\n## Web Results\n" + "\n\n".join(items)
 
 
-class SearchTool:
-    name = "search"
+class QueryTool:
+    """One call runs one or more queries through the backend method named like the tool.
 
-    def __init__(self, backend: Backend, k: int = 10) -> None:
+    Why a shared base: search and scholar validate, call their backend once for every query
+    and join the per-query pages the same way; only the description and the page layout differ.
+    """
+
+    name: str
+
+    def __init__(self, backend: Backend, k: int, description: str, page: Callable[[str, Sequence[Any]], str]) -> None:
         self.backend = backend
         self.k = k
+        self.page = page
         self.schema: dict[str, Any] = {
             "type": "function",
             "function": {
                 "name": self.name,
-                "description": f"Search the web. Returns the top {k} results (title, URL, snippet) for each query; "
-                "several queries may be given in one call.",
-                "parameters": {"type": "object", "properties": {"query": query_spec("search")}, "required": ["query"]},
+                "description": description,
+                "parameters": {"type": "object", "properties": {"query": query_spec(self.name)}, "required": ["query"]},
             },
         }
 
@@ -61,7 +67,20 @@ class SearchTool:
             return f"Error: {why}"
         queries = [q.strip() for q in as_list(arguments["query"])]
         try:
-            results = self.backend.search(queries, self.k)
+            results = getattr(self.backend, self.name)(queries, self.k)
         except WikisimError as e:
-            return f"Error: search failed on the {self.backend.name} backend: {e}"
-        return QUERY_SEPARATOR.join(format_search(q, hits) for q, hits in zip(queries, results, strict=True))
+            return f"Error: {self.name} failed on the {self.backend.name} backend: {e}"
+        return QUERY_SEPARATOR.join(self.page(q, hits) for q, hits in zip(queries, results, strict=True))
+
+
+class SearchTool(QueryTool):
+    name = "search"
+
+    def __init__(self, backend: Backend, k: int = 10) -> None:
+        super().__init__(
+            backend,
+            k,
+            f"Search the web. Returns the top {k} results (title, URL, snippet) for each query; "
+            "several queries may be given in one call.",
+            format_search,
+        )
