@@ -25,10 +25,12 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The 2014 sample dump built with every backend (Lucene, bm25s, dense): built once."""
-    from wikisim.build import build
+def sample_index(_isolated_cache: None) -> Path:
+    """The 2014 sample dump built with every backend (Lucene, bm25s, dense): built once.
 
-    out = tmp_path_factory.mktemp("index") / "sample"
-    build([DATA_DIR / "dumps" / "enwiki-2014-sample.xml.bz2"], out, workers=1, dense=True, progress=False)
-    return out
+    Built where `ensure_sample_index` looks, so code under test that falls back to the
+    bundled index (gym.make with no arguments, the demo) reuses it instead of building again.
+    """
+    from wikisim.build import ensure_sample_index
+
+    return ensure_sample_index(dense=True)
