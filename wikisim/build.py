@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from tqdm import tqdm
 
@@ -34,6 +34,8 @@ from wikisim.index.manifest import (
 )
 from wikisim.index.passages import MIN_PASSAGE_WORDS, PassageStore, PassageStoreWriter, split_page
 from wikisim.paths import SAMPLE_DUMP, cache_dir
+
+_T = TypeVar("_T")
 
 DenseKind = Literal["auto", "flat", "ivf", "hnsw"]
 _DENSE_KINDS: tuple[str, ...] = get_args(DenseKind)
@@ -147,34 +149,33 @@ def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, worker
 def _bm25s_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.sparse_bm25s import BM25_B, BM25_K1, build_bm25s
 
-    store = PassageStore(tmp / PASSAGES)
-    part = _fresh(tmp / "bm25s.part")
-    n = build_bm25s(tqdm(store, desc="bm25s", unit=" passage", total=len(store), disable=not progress), part)
-    store.close()
-    part.replace(tmp / "bm25s")
+    n = _index_stage(tmp, "bm25s", lambda store, part: build_bm25s(
+        tqdm(store, desc="bm25s", unit=" passage", total=len(store), disable=not progress), part))
     return {"docs": n, "method": "lucene", "k1": BM25_K1, "b": BM25_B, "sha256": sha256_tree(tmp / "bm25s")}
 
 
 def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.sparse_lucene import build_lucene
 
-    store = PassageStore(tmp / PASSAGES)
-    part = _fresh(tmp / "lucene.part")
-    info = build_lucene(tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress), part)
-    store.close()
-    part.replace(tmp / "lucene")
-    return info
+    return _index_stage(tmp, "lucene", lambda store, part: build_lucene(
+        tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress), part))
 
 
 def _dense_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.dense import build_dense
 
+    return _index_stage(tmp, "dense", lambda store, part: build_dense(
+        store, part, model_path=params.model_path, kind=params.dense_index, progress=progress))
+
+
+def _index_stage(tmp: Path, name: str, build: Callable[[PassageStore, Path], _T]) -> _T:
+    """Build one index from the passages into `name`.part, renamed to `name` only when done."""
     store = PassageStore(tmp / PASSAGES)
-    part = _fresh(tmp / "dense.part")
-    info = build_dense(store, part, model_path=params.model_path, kind=params.dense_index, progress=progress)
+    part = _fresh(tmp / f"{name}.part")
+    result = build(store, part)
     store.close()
-    part.replace(tmp / "dense")
-    return info
+    part.replace(tmp / name)
+    return result
 
 
 def _fresh(path: Path) -> Path:
