@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fakes.replies import send_json
 
 from wikisim.errors import BackendError, ConfigError
 from wikisim.reward import Judge, exact_match, f1_score, normalize_answer, score
@@ -49,14 +50,9 @@ class _ChatServer(BaseHTTPRequestHandler):
         golds = prompt.split("Gold answers: ")[1].split("\n")[0].split(" | ")
         pred = prompt.split("Predicted answer: ")[1].split("\n")[0]
         verdict = "CORRECT" if any(g.lower() in pred.lower() for g in golds) else "INCORRECT"
-        out = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                          "choices": [{"index": 0, "finish_reason": "stop",
-                                       "message": {"role": "assistant", "content": verdict}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        send_json(self, {"id": "x", "object": "chat.completion", "model": body["model"],
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": verdict}}]})
 
     def log_message(self, *args) -> None:
         pass

@@ -7,6 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from fakes.replies import send_json
 
 from wikisim.errors import BackendError
 from wikisim.synth.rewrite import Rewriter, keeps_constraints
@@ -24,12 +25,7 @@ class _Chat(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         assert body["messages"][0]["role"] == "user" and TEMPLATE in body["messages"][0]["content"]
         reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": self.replies.pop(0)}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, reply)
 
     def log_message(self, *args: object) -> None:
         pass

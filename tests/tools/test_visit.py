@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fakes.replies import send_json
 
 from wikisim.tools.extract import LLMExtractor
 from wikisim.tools.llm import ChatClient, ChatConfig
@@ -70,12 +71,7 @@ class _Summariser(BaseHTTPRequestHandler):
         json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls += 1
         content = type(self).replies[min(type(self).calls, len(type(self).replies)) - 1]
-        out = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        send_json(self, {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
 
     def log_message(self, *args) -> None:
         pass
