@@ -37,6 +37,18 @@ def _err(what):
     return OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
 
 
+def _expose(libc, fd, path):
+    """Bind what `fd` (an O_PATH handle taken before a cover was mounted) names back at `path`."""
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
+        raise _err(f"exposing {path}")
+    os.close(fd)
+
+
 def _namespaces(libc, cfg, layers):
     """New netns (only a down loopback: no network) and mount ns (private /tmp and /run); not
     root, they come with a user ns that maps only our own ids."""
@@ -58,16 +70,16 @@ def _namespaces(libc, cfg, layers):
         if libc.mount(b"tmpfs", cover.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
             raise _err(f"covering {cover}")
         for keep, fd in zip(keeps, fds, strict=True):
-            os.makedirs(keep, exist_ok=True)
-            src = f"/proc/self/fd/{fd}".encode()
-            if libc.mount(src, keep.encode(), None, MS_BIND | MS_REC, None) != 0:
-                raise _err(f"exposing {keep}")
-            os.close(fd)
+            _expose(libc, fd, keep)
     # A private /tmp: hides the host's, caps disk use, vanishes with the namespace, and gives
-    # every call the same working directory path (same code -> same observation).
+    # every call the same working directory path (same code -> same observation). What the
+    # child must read from under the host's /tmp (a venv in a checkout there) stays visible.
+    under_tmp = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in cfg["read_paths"] if p.startswith("/tmp/")]
     size = f"mode=0755,size={cfg['max_file_mb']}m".encode()
     if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, size) != 0:
         raise _err("mounting a private /tmp")
+    for path, fd in under_tmp:
+        _expose(libc, fd, path)
     os.mkdir(NS_WORKDIR, 0o700)
     # Landlock (ABI < 9) does not govern connect() to a named unix socket: hide the usual place.
     if os.path.isdir("/run") and libc.mount(b"tmpfs", b"/run", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k") != 0:
