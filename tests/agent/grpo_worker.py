@@ -1,0 +1,72 @@
+"""A GRPO run for `accelerate launch` (tests): the tiny model, sampled turns, a token-parity reward.
+
+Each rank appends, at every sampling call, a hash of the weights it samples with and the
+questions it got to `<output_dir>/rank-<i>.jsonl`, so a test can check that the ranks hold
+identical weights after every update and split each step's questions between them.
+Rollout seeds come from the step and the question, not the rank, so a question's group is
+the same whichever rank samples it and the loss curve must not depend on the process count.
+
+    accelerate launch tests/agent/grpo_worker.py OUTPUT_DIR STEPS
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import zlib
+from pathlib import Path
+
+import torch
+
+from agent.grpo import train_grpo
+from agent.models import tiny_model
+from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.react import ChatFormat
+from agent.train_config import GRPOConfig
+from agent.trajectory import Trajectory, Turn
+
+QUESTIONS = [f"q{i}" for i in range(8)]
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def main(out: Path, steps: int) -> None:
+    cfg = GRPOConfig(output_dir=str(out), seed=3, steps=steps, questions_per_step=4, group_size=4, lr=1e-2,
+                     micro_batch_size=4, cpu=True, dev_every=0, max_new_tokens=6)
+    tok, _ = tiny_model(cfg.seed)
+    chat = ChatFormat(tok)
+
+    def sample(model, task_ids, n, seed, temperature):
+        from accelerate import PartialState
+
+        rank = PartialState().process_index
+        with (out / f"rank-{rank}.jsonl").open("a") as f:
+            f.write(json.dumps({"weights": weights_hash(model), "questions": list(task_ids)}) + "\n")
+        policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
+        step_seed = seed // 1_000  # drop the rank (see the module docstring)
+        trajs = []
+        for q in task_ids:
+            prompt = chat.prompt_ids([{"role": "user", "content": f"Say an even token for {q}"}], None)
+            seeds = [zlib.crc32(f"{q}/{step_seed}/{j}".encode()) for j in range(n)]
+            for j, (ids, lps) in enumerate(policy.generate([list(prompt)] * n, [cfg.max_new_tokens] * n, seeds)):
+                trajs.append(Trajectory(
+                    task_id=q, seed=seeds[j], policy="tiny", prompt_ids=prompt,
+                    turns=(Turn(text=tok.decode(ids), ids=tuple(ids), logprobs=tuple(lps)),),
+                    answer=str(ids[0]), reward=float(ids[0] % 2 == 0), terminated=True, truncated=False,
+                    manifest_hash="", version="0"))
+        model.train()
+        return trajs
+
+    train_grpo(cfg, QUESTIONS, sample)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main(Path(sys.argv[1]), int(sys.argv[2]))
