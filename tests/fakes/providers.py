@@ -1,11 +1,12 @@
 """Loopback fakes of the web APIs wikisim talks to, speaking their real wire formats.
 
-One threaded HTTP server on 127.0.0.1 (ephemeral port) serves four routes:
+One threaded HTTP server on 127.0.0.1 (ephemeral port) serves five routes:
 
 - /serper/search, /serper/scholar   Serper: POST {"q", "num"}, X-API-KEY header
 - /serpapi/search.json              SerpAPI: GET engine=google|google_scholar, q, num, api_key
 - /jina/<url>                       Jina Reader: GET, Bearer key, Accept: application/json
 - /site/<name>                      plain HTML pages for a direct fetch
+- /redirect?to=URL                  a 302 to URL
 
 Faults are injected per route, in order (`inject("serper", "500", "429:0.05")`) or on every
 call (`fail_always("serper", "500")`): "timeout" (hang, then drop the connection), "slow:S",
@@ -157,6 +158,9 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                                              "body": json.loads(body) if body else None,
                                              "headers": dict(self.headers)})
                 if fault and self._fault(fault):
+                    return
+                if route == "redirect":  # /redirect?to=URL: a 302 there (the direct fetch's address checks)
+                    self._send(302, b"", "text/html", {"Location": parse_qs(parts.query)["to"][0]})
                     return
                 status, payload, kind = self._answer(route, parts, body, n)
                 self._send(status, payload, kind)

@@ -143,12 +143,12 @@ def test_visit_through_jina_goal_extract_and_not_found(fake, tmp_path, fast_conf
 
 
 def test_visit_direct_fetch_with_trafilatura_and_fallback_from_jina(fake, tmp_path, fast_config):
-    web = make(fake, tmp_path, fast_config, cache_mode="off", visit=["direct"])
+    web = make(fake, tmp_path, fast_config, cache_mode="off", visit=["direct"], fetch_allow=["127.0.0.1/32"])
     page = web.visit(f"{fake.url}/site/Snow_Valley", "climate between mountains", 80)
     assert page.found and page.title == "Snow Valley" and "cold and dry" in page.extract
     assert "newsletter" not in page.extract and "cookie" not in page.extract
     assert not web.visit(f"{fake.url}/site/missing", "x", 80).found
-    chained = make(fake, tmp_path, fast_config, cache_mode="off")
+    chained = make(fake, tmp_path, fast_config, cache_mode="off", fetch_allow=["127.0.0.1/32"])
     fake.fail_always("jina", "500")
     page2 = chained.visit(f"{fake.url}/site/Snow_Valley", "climate between mountains", 80)
     assert page2 == page and chained.pop_trace()[-1].provider == "direct"

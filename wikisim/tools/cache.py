@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 
 from wikisim.errors import ConfigError, WikisimError
 from wikisim.index.base import Hit
+from wikisim.paths import cache_dir
 from wikisim.tools.base import PageView, ScholarHit
 
 CacheMode = Literal["off", "read-write", "replay-only"]
@@ -176,3 +177,13 @@ class ToolCache:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def open_cache(mode: CacheMode, path: str | Path | None, backend: str) -> ToolCache | None:
+    """The cache a backend was asked for: None when off, else `path` (default `cache_dir()/<backend>-cache.sqlite`).
+
+    Why one helper: every backend (wiki, remote, web) takes the same `cache_mode`/`cache_path` options.
+    """
+    if mode == "off":
+        return None
+    return ToolCache(path if path is not None else cache_dir() / f"{backend}-cache.sqlite", mode)

@@ -18,7 +18,7 @@ import httpx
 from wikisim.errors import BackendError, ConfigError
 from wikisim.index.base import Hit
 from wikisim.tools.base import Backend, PageView, ScholarHit
-from wikisim.tools.cache import CacheMode, ToolCache, decode
+from wikisim.tools.cache import CacheMode, decode, open_cache
 from wikisim.tools.executor import Executor, ExecutorConfig, ToolPolicy, TransientBackendError
 from wikisim.tools.web.http import json_body, send
 
@@ -79,7 +79,8 @@ class RemoteBackend(Executor):
         url: the server's base URL.
         config: executor policies (default: 30 s timeouts, 4 tries, short backoff).
         fallback: a backend tried when the server fails for good (e.g. a local WikiBackend).
-        cache_path / cache_mode: an optional tool cache (default off: the server is deterministic).
+        cache_path / cache_mode: an optional tool cache (default off: the server is deterministic;
+            default path `cache_dir()/remote-cache.sqlite`).
     """
 
     def __init__(self, url: str = "http://127.0.0.1:8765", *, config: ExecutorConfig | None = None,
@@ -87,8 +88,6 @@ class RemoteBackend(Executor):
                  cache_mode: CacheMode = "off", sleep: Callable[[float], None] = time.sleep):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"url must be an http(s) URL of a wikisim serve instance, got {url!r}")
-        if cache_mode != "off" and cache_path is None:
-            raise ConfigError(f"cache_mode={cache_mode!r} needs cache_path=")
         config = config or ExecutorConfig(search=REMOTE_POLICY, visit=REMOTE_POLICY, scholar=REMOTE_POLICY)
         self.url = url.rstrip("/")
         self.client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
@@ -100,9 +99,8 @@ class RemoteBackend(Executor):
             raise
         remote.manifest_hash = str(self.server_info.get("manifest_hash", ""))
         chain = (remote,) if fallback is None else (remote, fallback)
-        cache = ToolCache(cache_path, cache_mode) if cache_mode != "off" else None
-        super().__init__(dict.fromkeys(("search", "visit", "scholar"), chain), config=config, cache=cache,
-                         name="remote", sleep=sleep)
+        super().__init__(dict.fromkeys(("search", "visit", "scholar"), chain), config=config,
+                         cache=open_cache(cache_mode, cache_path, "remote"), name="remote", sleep=sleep)
 
     def close(self) -> None:
         self.client.close()

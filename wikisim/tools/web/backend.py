@@ -23,9 +23,8 @@ import httpx
 
 from wikisim import __version__
 from wikisim.errors import ConfigError
-from wikisim.paths import cache_dir
 from wikisim.tools.base import Backend
-from wikisim.tools.cache import CacheMode, ToolCache
+from wikisim.tools.cache import CacheMode, open_cache
 from wikisim.tools.executor import Executor, ExecutorConfig
 from wikisim.tools.web.search import SerpAPIScholar, SerpAPISearch, SerperScholar, SerperSearch
 from wikisim.tools.web.visit import DirectFetch, JinaReader
@@ -48,13 +47,15 @@ class WebBackend(Executor):
         cache_mode: "read-write" (default), "replay-only" or "off".
         config: per-tool policies (timeouts, retries, breaker, limits).
         env: where keys and base URLs are read (default: `os.environ`).
+        fetch_allow: networks the direct fetch may reach although not public (default none:
+            loopback, private and link-local addresses are refused), e.g. ("127.0.0.1/32",).
     """
 
     def __init__(self, *, search: Sequence[str] | None = None, visit: Sequence[str] | None = None,
                  scholar: Sequence[str] | None = None, fallback: Backend | None = None,
                  cache_path: str | Path | None = None, cache_mode: CacheMode = "read-write",
                  config: ExecutorConfig | None = None, env: Mapping[str, str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, fetch_allow: Sequence[str] = ()):
         env = os.environ if env is None else env
         config = config or ExecutorConfig()
         wanted = {"search": search, "visit": visit, "scholar": scholar}
@@ -71,13 +72,11 @@ class WebBackend(Executor):
         chains: dict[str, list[Any]] = {}
         for tool, names in chosen.items():
             timeout_s = config.policy(tool).timeout_s
-            chains[tool] = [self._provider(tool, n, env, timeout_s) for n in names]
+            chains[tool] = [self._provider(tool, n, env, timeout_s, fetch_allow) for n in names]
             if fallback is not None:
                 chains[tool].append(fallback)
-        cache = None
-        if cache_mode != "off":
-            cache = ToolCache(cache_path or cache_dir() / "web-cache.sqlite", cache_mode)
-        super().__init__(chains, config=config, cache=cache, name="web", sleep=sleep)
+        super().__init__(chains, config=config, cache=open_cache(cache_mode, cache_path, "web"), name="web",
+                         sleep=sleep)
         self.manifest_hash = "web"
 
     @staticmethod
@@ -93,9 +92,10 @@ class WebBackend(Executor):
                 raise ConfigError(f"{tool} provider {n!r} needs an API key: set the environment variable {KEY_VARS[n]}")
         return names
 
-    def _provider(self, tool: str, name: str, env: Mapping[str, str], timeout_s: float) -> Any:
+    def _provider(self, tool: str, name: str, env: Mapping[str, str], timeout_s: float,
+                  fetch_allow: Sequence[str]) -> Any:
         if name == "direct":
-            return DirectFetch(client=self.client, timeout_s=timeout_s)
+            return DirectFetch(client=self.client, timeout_s=timeout_s, allow=fetch_allow)
         kw = {"api_key": env[KEY_VARS[name]], "client": self.client, "timeout_s": timeout_s,
               "base_url": (env.get(BASE_VARS[name]) or DEFAULT_BASES[name]).rstrip("/")}
         if name == "jina":

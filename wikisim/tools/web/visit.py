@@ -7,6 +7,7 @@ not an error; an auth failure is an error, so the chain moves on to the next pro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -14,7 +15,10 @@ import httpx
 from wikisim.errors import BackendError
 from wikisim.tools.base import PageView
 from wikisim.tools.web.extract import goal_extract
+from wikisim.tools.web.guard import AddressGuard
 from wikisim.tools.web.http import expect, json_body, send
+
+MAX_REDIRECTS = 10
 
 
 def _not_found(url: str) -> PageView:
@@ -48,19 +52,33 @@ class JinaReader:
         return PageView(url=url, title=title, found=True, extract=goal_extract(content, goal, max_tokens))
 
 
-@dataclass
 class DirectFetch:
-    """GET the page itself; HTML goes through trafilatura (main text, headings kept as markdown)."""
+    """GET the page itself; HTML goes through trafilatura (main text, headings kept as markdown).
 
-    client: httpx.Client
-    timeout_s: float
-    name: str = "direct"
-    manifest_hash: str = ""
+    Only public addresses are fetched (see `AddressGuard`), each redirect hop checked again; a
+    refused URL is a not-found page whose text says why. `allow` names networks to reach anyway.
+    """
+
+    name = "direct"
+    manifest_hash = ""
+
+    def __init__(self, client: httpx.Client, timeout_s: float, allow: Sequence[str] = ()) -> None:
+        self.client, self.timeout_s, self.guard = client, timeout_s, AddressGuard(allow)
 
     def visit(self, url: str, goal: str, max_tokens: int) -> PageView:
         if not url.startswith(("http://", "https://")):
             return _not_found(url)
-        response = send(self.client, "GET", url, timeout_s=self.timeout_s, follow_redirects=True)
+        target = url
+        for _ in range(MAX_REDIRECTS + 1):
+            refusal = self.guard.refusal(target)
+            if refusal:
+                return PageView(url=url, title="", found=False, extract=refusal)
+            response = send(self.client, "GET", target, timeout_s=self.timeout_s, follow_redirects=False)
+            if response.next_request is None:  # not a redirect
+                break
+            target = str(response.next_request.url)
+        else:
+            raise BackendError(f"more than {MAX_REDIRECTS} redirects")
         if response.status_code >= 400:
             return _not_found(url)
         kind = response.headers.get("content-type", "")
