@@ -3,8 +3,9 @@
 Every step samples G rollouts per question with the current weights, turns their rewards
 into advantages, and makes exactly one optimizer update from them; nothing is reused and
 no group is resampled (no dynamic sampling). The loss pieces live in `agent.losses`;
-sampling is any `Sampler` (the in-process model through `agent.rollout`: see
-`agent.train_env`).
+sampling is any `Sampler` (the in-process model, or a generation server, through
+`agent.rollout`: see `agent.train_env`). With `cfg.generation_server` set, the weights are
+pushed to that server before the first batch and after every update (`agent.weight_sync`).
 """
 
 from __future__ import annotations
@@ -190,6 +191,7 @@ class GRPOResult:
     final_dir: str
     history: list[dict[str, Any]]  # the metrics of each step run in this call
     steps: int
+    weight_syncs: list[dict[str, Any]]  # one per push to the generation server (empty in-process)
 
 
 def train_grpo(
@@ -226,6 +228,12 @@ def train_grpo(
     if cur is not None and state.get("curriculum"):
         cur.load_state_dict(state["curriculum"])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    sync = None
+    if cfg.generation_server:
+        from agent.weight_sync import WeightSync
+
+        sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator)
+        sync.push(model, start)
     history: list[dict[str, Any]] = []
     per_proc = cfg.questions_per_step // world
     for step in range(start, cfg.steps):
@@ -240,6 +248,10 @@ def train_grpo(
         if len(trajs) != len(mine) * cfg.group_size:
             raise ConfigError(f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}")
         metrics = grpo_update(model, optimizer, scheduler, accelerator, trajs, cfg, pad, ref_model)
+        if sync is not None:
+            t_sync = time.perf_counter()
+            sync.push(model, step + 1)
+            metrics["time_weight_sync"] = time.perf_counter() - t_sync
         stats = {k: global_sum(accelerator, v) for k, v in rollout_stats(trajs).items()}
         n = stats.pop("n")
         record: dict[str, Any] = {"step": step + 1, **{k: v / n for k, v in stats.items()}, **metrics}
@@ -258,15 +270,15 @@ def train_grpo(
         t_dev = time.perf_counter() - t_dev
         record["time_generate"], record["time_dev_eval"] = t_gen, t_dev
         record["time_step"] = time.perf_counter() - t0 - t_dev  # the training step, without the dev evaluation
-        record["time_other"] = record["time_step"] - t_gen - metrics["time_train"]
+        record["time_other"] = record["time_step"] - t_gen - metrics["time_train"] - metrics.get("time_weight_sync", 0.0)
         run.log(record)
         history.append(record)
         stopping = bool(stop_after) and len(history) >= (stop_after or 0)
         if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps or stopping:
             run.save(done, {"curriculum": cur.state_dict() if cur else None})
         if stopping:
-            return GRPOResult(final_dir="", history=history, steps=done)
+            return GRPOResult(final_dir="", history=history, steps=done, weight_syncs=sync.history if sync else [])
     final = run.save_final(model, tokenizer)
     if accelerator.is_main_process:
         plot_curves(run.metrics_path, run.root / "curves.png", CURVES)
-    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps)
+    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps, weight_syncs=sync.history if sync else [])

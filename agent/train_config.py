@@ -108,9 +108,15 @@ class GRPOConfig(TrainConfig):
     retire_after: int = 16  # rollouts seen before a question may be retired
     band_low: float = 0.0  # a question stays while low < pass rate < high
     band_high: float = 1.0
+    generation_server: str = ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
+    server_model: str = "policy"  # the model name that server expects
+    sync_dir: str = ""  # where weights are saved for the server to reload ("" = output_dir/sync)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.generation_server and not self.generation_server.startswith(("http://", "https://")):
+            raise ConfigError(f"generation_server={self.generation_server!r} must start with http:// or https://, "
+                              "e.g. http://127.0.0.1:8000/v1")
         for name in ("steps", "questions_per_step", "pool_size", "retire_after", "dev_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")

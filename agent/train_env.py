@@ -3,7 +3,8 @@
 Both run through `agent.rollout` (batched policy calls over a pool of envs), so training
 sees exactly the trajectories the harness would record. The GRPO sampler wraps the
 *current* in-process weights in a `TransformersPolicy` on every call (strictly
-on-policy).
+on-policy), or asks a generation server (token-in/token-out `OpenAIPolicy`) whose weights
+the trainer keeps in sync (`agent.weight_sync`).
 """
 
 from __future__ import annotations
@@ -75,11 +76,25 @@ class EnvRunner:
         jobs = [Job(tid, seed * 100_000 + i * n + j) for i, tid in enumerate(task_ids) for j in range(n)]
         return rollout(self.envs, policy, jobs, budget=self.budget)
 
-    def sampler(self, tokenizer: Any) -> Callable[..., list[Trajectory]]:
-        """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env."""
+    def sampler(self, tokenizer: Any, server: str = "", server_model: str = "policy") -> Callable[..., list[Trajectory]]:
+        """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env.
+
+        With `server` (a base URL up to /v1) the turns come from that server instead, token-in
+        and token-out; the weights argument is then unused (the trainer syncs the server).
+        """
+        from agent.policies.openai_policy import OpenAIConfig, OpenAIPolicy
         from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
 
+        chat = ChatFormat(tokenizer)
+
         def sample(model: Any, task_ids: Sequence[str], n: int, seed: int, temperature: float) -> list[Trajectory]:
+            if server:
+                remote = OpenAIPolicy(OpenAIConfig(base_url=server, model=server_model, temperature=temperature,
+                                                   concurrency=self.batch_size, token_in=True), name="grpo", chat=chat)
+                try:
+                    return self.run(remote, task_ids, n, seed)
+                finally:
+                    remote.close()
             policy = TransformersPolicy(tokenizer, model, name="grpo",
                                         sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size))
             try:

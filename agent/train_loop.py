@@ -180,19 +180,30 @@ class RunDir:
         out = self.root / "final"
         self.accelerator.wait_for_everyone()
         if self.main:
-            unwrapped = self.accelerator.unwrap_model(model)
-            if hasattr(unwrapped, "merge_and_unload"):
-                import copy
-
-                unwrapped = copy.deepcopy(unwrapped).merge_and_unload()
-            tmp = out.with_name("final.tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            unwrapped.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            shutil.rmtree(out, ignore_errors=True)
-            tmp.rename(out)
+            save_plain(plain_model(self.accelerator, model), tokenizer, out)
         self.accelerator.wait_for_everyone()
         return out
+
+
+def plain_model(accelerator, model: torch.nn.Module) -> torch.nn.Module:
+    """The trained weights as a plain transformers model: unwrapped from DDP, LoRA merged (a copy)."""
+    unwrapped = accelerator.unwrap_model(model)
+    if hasattr(unwrapped, "merge_and_unload"):
+        import copy
+
+        unwrapped = copy.deepcopy(unwrapped).merge_and_unload()
+    return unwrapped
+
+
+def save_plain(model: torch.nn.Module, tokenizer, out: Path) -> Path:
+    """save_pretrained into `out` through a temporary folder, so a reader never sees half a model."""
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
 
 
 def _tensorboard(path: Path):

@@ -2,7 +2,9 @@
 
 Run under `accelerate launch -m wikisim.cli train ...` for several processes (CPU/gloo,
 DDP, FSDP or DeepSpeed through an Accelerate config); a second call with the same
-`--output-dir` continues from the newest checkpoint.
+`--output-dir` continues from the newest checkpoint. `train grpo --generation-server URL`
+samples rollouts from an OpenAI-compatible server that reloads the weights after every
+update (`python -m agent.model_server`, or SGLang; see `agent.weight_sync`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
     runner = _runner(cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size))
-    res = train_grpo(cfg, train.ids(), runner.sampler(tokenizer), dev_ids=dev.ids() if dev else (),
+    sampler = runner.sampler(tokenizer, cfg.generation_server, cfg.server_model)
+    res = train_grpo(cfg, train.ids(), sampler, dev_ids=dev.ids() if dev else (),
                      tags={t.id: task_tags(t) for t in train})
     last = res.history[-1] if res.history else {}
     print(json.dumps({"final": res.final_dir, "steps": res.steps, "reward": last.get("reward")}))

@@ -1,5 +1,10 @@
 """Any OpenAI-compatible chat-completions server as a policy (vLLM, SGLang, llama.cpp, hosted).
 
+With `token_in=True` (RL) a turn is one `/completions` call whose prompt is the episode's
+exact token ids and whose reply carries the sampled ids (`return_token_ids`, vLLM's field)
+and their log-probabilities: nothing is re-tokenised on either side. Otherwise the chat
+messages are sent and the reply's text is kept.
+
 Requests for one batch run concurrently on a thread pool; each one retries timeouts,
 connection errors, 429, 5xx and malformed bodies with exponential backoff (tenacity), so a
 flaky server slows a rollout down but never loses an episode. Servers strip the stop string
@@ -36,6 +41,9 @@ class OpenAIConfig:
     max_attempts: attempts per request, the first included.
     backoff_s: first wait between attempts; doubles up to `max_backoff_s`.
     concurrency: requests in flight at once.
+    token_in: send the episode's token ids to `/completions` and keep the ids and
+        log-probs the server sampled (needs a `chat` on the policy and a server that
+        accepts token prompts and `return_token_ids`: vLLM, SGLang, `agent.model_server`).
     """
 
     base_url: str
@@ -48,6 +56,7 @@ class OpenAIConfig:
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     concurrency: int = 8
+    token_in: bool = False
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -98,36 +107,41 @@ class OpenAIPolicy:
             retry=retry_if_exception_type((httpx.TimeoutException, httpx.TransportError, RetryableError)),
             reraise=True,
         )
+        if cfg.token_in and not request.ids:
+            raise ConfigError("OpenAIConfig.token_in needs token contexts: give the policy a chat format (tokenizer)")
         try:
-            text = retrying(self._post, request)
+            return retrying(self._post, request)
         except (httpx.HTTPError, RetryableError) as e:
             raise BackendError(
-                f"{cfg.base_url}: no valid chat completion after {cfg.max_attempts} attempts ({e!r}); "
+                f"{cfg.base_url}: no valid {'' if cfg.token_in else 'chat '}completion after {cfg.max_attempts} attempts ({e!r}); "
                 "check the server, or raise max_attempts / timeout_s"
             ) from e
-        return Generation(text=text)
 
-    def _post(self, request: TurnRequest) -> str:
+    def _post(self, request: TurnRequest) -> Generation:
         cfg = self.config
         self.attempts += 1
-        body = {
+        body: dict[str, Any] = {
             "model": cfg.model,
-            "messages": list(request.messages),
             "temperature": cfg.temperature,
             "top_p": cfg.top_p,
             "max_tokens": request.max_new_tokens,
             "stop": ["</tool_call>", "</answer>"],
             "seed": request.seed,
         }
-        response = self._client.post("/chat/completions", json=body)
+        if cfg.token_in:
+            body.update(prompt=list(request.ids), return_token_ids=True, logprobs=1)
+        else:
+            body["messages"] = list(request.messages)
+        route = "/completions" if cfg.token_in else "/chat/completions"
+        response = self._client.post(route, json=body)
         if response.status_code == 429 or response.status_code >= 500:
             raise RetryableError(f"HTTP {response.status_code}: {response.text[:200]}")
         if response.status_code != 200:
             raise BackendError(
-                f"{cfg.base_url}/chat/completions answered HTTP {response.status_code}: {response.text[:300]}; "
+                f"{cfg.base_url}{route} answered HTTP {response.status_code}: {response.text[:300]}; "
                 "check model name, api_key and request"
             )
-        return restore_stop(_content(response))
+        return _sampled(response) if cfg.token_in else Generation(text=restore_stop(_content(response)))
 
 
 def _content(response: httpx.Response) -> str:
@@ -139,3 +153,14 @@ def _content(response: httpx.Response) -> str:
     if not isinstance(content, str):
         raise RetryableError(f"chat completion content is {type(content).__name__}, not a string")
     return content
+
+
+def _sampled(response: httpx.Response) -> Generation:
+    """The sampled ids and log-probs of a `/completions` reply made with `return_token_ids`."""
+    try:
+        choice = response.json()["choices"][0]
+        ids, logprobs = choice["token_ids"], choice["logprobs"]["token_logprobs"]
+        return Generation(text=choice.get("text") or "", ids=tuple(int(i) for i in ids),
+                          logprobs=tuple(float(x) for x in logprobs))
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise RetryableError(f"completion without token_ids and token_logprobs {response.text[:200]!r}") from e

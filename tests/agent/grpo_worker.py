@@ -11,7 +11,6 @@ the same whichever rank samples it and the loss curve must not depend on the pro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import zlib
@@ -20,6 +19,7 @@ from pathlib import Path
 import torch
 
 from agent.grpo import train_grpo
+from agent.model_server import weights_sha256
 from agent.models import tiny_model
 from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from agent.react import ChatFormat
@@ -27,14 +27,6 @@ from agent.train_config import GRPOConfig
 from agent.trajectory import Trajectory, Turn
 
 QUESTIONS = [f"q{i}" for i in range(8)]
-
-
-def weights_hash(model: torch.nn.Module) -> str:
-    h = hashlib.sha256()
-    for name, p in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(p.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
 
 
 def main(out: Path, steps: int) -> None:
@@ -48,7 +40,7 @@ def main(out: Path, steps: int) -> None:
 
         rank = PartialState().process_index
         with (out / f"rank-{rank}.jsonl").open("a") as f:
-            f.write(json.dumps({"weights": weights_hash(model), "questions": list(task_ids)}) + "\n")
+            f.write(json.dumps({"weights": weights_sha256(model), "questions": list(task_ids)}) + "\n")
         policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
         step_seed = seed // 1_000  # drop the rank (see the module docstring)
         trajs = []

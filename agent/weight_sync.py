@@ -1,0 +1,70 @@
+"""Weight sync for server-side generation: save a checkpoint, have the server reload it, confirm.
+
+Strictly on-policy GRPO with a generation server (vLLM, SGLang, `agent.model_server`) needs
+the server to sample with the weights of the last update. After each update the main
+process saves the weights (`save_pretrained`, LoRA merged) to `sync_dir/step-N`, calls
+SGLang's `POST /update_weights_from_disk {"model_path", "weight_version"}`, and reads
+`GET /model_info` to check that it reports that `weight_version`; no batch is sampled
+before that. The wire format is SGLang's, which `agent.model_server` also speaks; a vLLM
+server needs a shim that maps these two calls onto its own reload API.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import torch
+
+from agent.model_server import weights_sha256
+from agent.train_loop import plain_model, save_plain
+from wikisim.errors import BackendError
+
+
+def server_root(base_url: str) -> str:
+    """`http://host:port/v1` -> `http://host:port` (the reload and info routes are not under /v1)."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class WeightSync:
+    """Pushes the trainer's weights to one generation server; `history` has one entry per push."""
+
+    def __init__(self, base_url: str, sync_dir: str | Path, tokenizer: Any, accelerator: Any,
+                 timeout_s: float = 600.0) -> None:
+        self.url, self.dir = server_root(base_url), Path(sync_dir)
+        self.tokenizer, self.accelerator = tokenizer, accelerator
+        self.timeout_s = timeout_s
+        self.history: list[dict[str, Any]] = []
+
+    def push(self, model: torch.nn.Module, step: int) -> None:
+        """Make the server generate with `model`'s current weights (all processes call this)."""
+        if self.accelerator.is_main_process:
+            plain = plain_model(self.accelerator, model)
+            sha = weights_sha256(plain)
+            version = f"step-{step}-{sha[:16]}"
+            path = save_plain(plain, self.tokenizer, self.dir / f"step-{step}")
+            info = self._reload(path.resolve(), version)
+            for old in self.dir.glob("step-*"):  # the server holds the new weights in memory now
+                if old.is_dir() and old.name != path.name:
+                    shutil.rmtree(old, ignore_errors=True)
+            self.history.append({"step": step, "weight_version": version, "sha256": sha, "server": info})
+        self.accelerator.wait_for_everyone()
+
+    def _reload(self, path: Path, version: str) -> dict[str, Any]:
+        with httpx.Client(base_url=self.url, timeout=self.timeout_s) as client:
+            try:
+                reply = client.post("/update_weights_from_disk", json={"model_path": str(path), "weight_version": version})
+                body = reply.json()
+                info = client.get("/model_info").json()
+            except (httpx.HTTPError, ValueError) as e:
+                raise BackendError(f"{self.url}: weight reload of {path} failed ({e!r}); is the generation server "
+                                   "running, and can it read the sync_dir?") from e
+        if reply.status_code != 200 or not body.get("success"):
+            raise BackendError(f"{self.url}/update_weights_from_disk refused {path}: HTTP {reply.status_code} {body}")
+        if info.get("weight_version") != version:
+            raise BackendError(f"{self.url}/model_info reports weight_version={info.get('weight_version')!r} after "
+                               f"loading {version!r}: the server would sample off-policy")
+        return info
