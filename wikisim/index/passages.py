@@ -160,6 +160,7 @@ class PassageStore:
         self._len = self._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
         self._by_row: OrderedDict[int, Passage] = OrderedDict()
         self._by_docid: dict[str, int] = {}
+        self._docid_of: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def _remember(self, row: int, passage: Passage) -> None:
@@ -187,14 +188,18 @@ class PassageStore:
             return self._by_rows(rows)
 
     def docids(self, rows: Sequence[int]) -> dict[int, str]:
-        """Row -> docid without reading texts: what ranking needs (hybrid reads 100+ rows a list)."""
+        """Row -> docid without reading texts: what ranking needs (hybrid reads 100+ rows a list).
+
+        Docids are short and never change, so every one looked up stays known (at most the
+        corpus's docids, a few MB for 150k passages): ranking then costs no SQL once warm.
+        """
         with self._lock:
-            out = {r: self._by_row[r].docid for r in map(int, rows) if r in self._by_row}
-            missing = [int(r) for r in rows if int(r) not in out]
+            known = self._docid_of
+            missing = [r for r in map(int, rows) if r not in known]
             if missing:
                 marks = ",".join("?" * len(missing))
-                out.update(self._db.execute(f"SELECT row, docid FROM passages WHERE row IN ({marks})", missing))
-        return out
+                known.update(self._db.execute(f"SELECT row, docid FROM passages WHERE row IN ({marks})", missing))
+            return {r: known[r] for r in map(int, rows)}
 
     def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
         with self._lock:

@@ -48,12 +48,17 @@ def _layout(text: str) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
 
 @lru_cache(maxsize=1024)
 def _query_forms(query: str) -> dict[str, str]:
-    """Each query word and its stem -> the stem: found as word prefixes ("studi" in "studies")."""
+    """Each query word and its stem -> the stem: found as word prefixes ("studi" in "studies").
+
+    A word that starts with its own stem is left out: wherever it occurs the stem occurs
+    too, at the same word start, and counts the same term.
+    """
     forms: dict[str, str] = {}
     for word in _TOKEN.findall(query.lower()):
         stem = _stem(word)
         if stem is not None:
-            forms.setdefault(word, stem)
+            if not word.startswith(stem):
+                forms.setdefault(word, stem)
             forms.setdefault(stem, stem)
     return forms
 

@@ -1,0 +1,37 @@
+"""The bm25s retriever scores and selects exactly as bm25s's own `retrieve` does."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from wikisim.index import open_index
+from wikisim.index.ranked import EXTRA_DEPTH
+from wikisim.paths import QA_DIR
+
+
+@pytest.fixture(scope="module")
+def bm25(sample_index):
+    return open_index(sample_index).retriever("bm25s")
+
+
+def test_scores_and_top_rows_equal_bm25s_retrieve(bm25) -> None:
+    questions = [q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())]
+    questions += ["new new york", "autism autism autism symptoms"]  # repeated terms count each time
+    for question in questions:
+        ids = bm25.query_ids(question)
+        assert np.array_equal(bm25.scores(ids), bm25.model.get_scores(ids))  # bit for bit
+        docs, scores = bm25.model.retrieve([ids], k=10 + EXTRA_DEPTH, show_progress=False, n_threads=0)
+        expected = {(bm25.passages.by_rows([int(r)])[int(r)].docid, float(s))
+                    for r, s in zip(docs[0], scores[0], strict=True) if s > 0}
+        ours = bm25.ranked([question], 10)[0]
+        assert set(ours) <= expected
+        assert len(ours) == min(10, len(expected))
+
+
+def test_several_queries_rank_as_one_at_a_time(bm25) -> None:
+    queries = ["symptoms of autism", "zzxqj", "anarchism political philosophy"]
+    assert bm25.ranked(queries, 5) == [bm25.ranked([q], 5)[0] for q in queries]
+    assert bm25.ranked(queries, 5)[1] == []
