@@ -4,11 +4,15 @@ The decoding loop is written out (rather than `model.generate`) so that each row
 its own seeded generator (a row's tokens do not depend on which rows share its batch), stops
 at `</tool_call>`, `</answer>` or end-of-turn on its own, and reports the log-probability of
 every sampled id under the sampling temperature (greedy: under the raw logits).
+
+Most of a turn's cost on CPU is avoidable work, so none is done twice: the system prompt's
+keys and values are computed once per run, an episode's next turn prefills only the tool
+response (`agent.policies.kv`), only the last position's logits are computed, and rows that
+stop leave the batch.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +20,7 @@ from typing import Any
 
 import torch
 
+from agent.policies.kv import KVStore, Past, batch_cache, buffered, row_past
 from agent.react import STOP_STRINGS, ChatFormat, Generation, TurnRequest
 from wikisim.errors import ConfigError
 
@@ -55,7 +60,8 @@ class TransformersPolicy:
         self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")) if isinstance(i, int) and i >= 0}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generated_tokens = 0  # running count, read by benchmarks
-        self._prefixes: dict[tuple[int, ...], Any] = {}
+        self._prefixes: dict[tuple[int, ...], Past] = {}
+        self._pasts = KVStore()
 
     @classmethod
     def from_path(cls, path: str | Path, *, sampling: SamplingConfig | None = None) -> TransformersPolicy:
@@ -74,77 +80,100 @@ class TransformersPolicy:
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
         out: list[Generation] = []
         bs = self.sampling.batch_size
+        self._pasts.mark()
         for start in range(0, len(requests), bs):
             chunk = requests[start : start + bs]
-            rows = self.generate([list(r.ids) for r in chunk], [r.max_new_tokens for r in chunk], [r.seed for r in chunk])
+            rows = self.generate([list(r.ids) for r in chunk], [r.max_new_tokens for r in chunk],
+                                 [r.seed for r in chunk], keep=True)
             for ids, logprobs in rows:
                 text = self.tokenizer.decode(ids, skip_special_tokens=False)
                 out.append(Generation(text=text, ids=tuple(ids), logprobs=tuple(logprobs)))
+        self._pasts.sweep()
         return out
 
     @torch.inference_mode()
-    def generate(self, contexts: list[list[int]], max_new: list[int], seeds: list[int]) -> list[tuple[list[int], list[float]]]:
-        """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row."""
+    def generate(self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *,
+                 keep: bool = False) -> list[tuple[list[int], list[float]]]:
+        """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row.
+
+        Args:
+            keep: store each row's cache so that a later call extending its context (the next
+                turn of the episode) prefills only the new tokens; `act` sweeps the store.
+        """
         if any(not c for c in contexts):
             raise ConfigError("TransformersPolicy needs token contexts; build episodes with a ChatFormat")
         n = len(contexts)
-        p = self._shared_prefix(contexts)
-        cache = self._prefix_cache(tuple(contexts[0][:p]), n) if p else None
-        width = max(len(c) - p for c in contexts)
+        starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
+        rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
+        width = max(len(r) for r in rest)
+        cache, past_mask = batch_cache(pasts, room=width + max(max_new))
         input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, p + width), dtype=torch.long)
-        mask[:, :p] = 1
-        for i, c in enumerate(contexts):  # left padding after the shared prefix: next tokens line up at the end
-            input_ids[i, width - (len(c) - p) :] = torch.tensor(c[p:])
-            mask[i, p + width - (len(c) - p) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, p:]
+        new_mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(rest):  # left padding: every row's next token lines up at the end
+            input_ids[i, width - len(r) :] = torch.tensor(r)
+            new_mask[i, width - len(r) :] = 1
+        mask = torch.cat([past_mask, new_mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, past_mask.shape[1] :]
+        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+                            use_cache=True, logits_to_keep=1)
+        cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
-        active = [m > 0 for m in max_new]
-        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
-        cache = result.cache
-        while any(active):
-            logits = result.logits[:, -1, :].float()
-            nxt = torch.full((n,), self.pad_id, dtype=torch.long)
-            for i in range(n):
-                if active[i]:
-                    tok, lp = self._pick(logits[i], gens[i])
-                    nxt[i] = tok
-                    out_ids[i].append(tok)
-                    out_lp[i].append(lp)
-                    active[i] = not self._stopped(out_ids[i], max_new[i])
-            if not any(active):
+        live = list(range(n))  # the original row of each batch row
+        logits, nxt = result.logits[:, -1, :], torch.full((n,), self.pad_id, dtype=torch.long)
+        stay = [b for b, i in enumerate(live) if max_new[i] > 0]
+        while True:
+            if len(stay) < len(live):  # drop finished rows: the batch shrinks as turns end
+                idx = torch.tensor(stay)
+                cache.batch_select_indices(idx)
+                mask, positions, logits, nxt = mask[idx], positions[idx], logits[idx], nxt[idx]
+                live = [live[b] for b in stay]
+            if not live:
                 break
-            mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long)], dim=1)
+            stay = []
+            for b, i in enumerate(live):
+                tok, lp = self._pick(logits[b].float(), gens[i])
+                nxt[b] = tok
+                out_ids[i].append(tok)
+                out_lp[i].append(lp)
+                if not self._stopped(out_ids[i], max_new[i]):
+                    stay.append(b)
+                elif keep:  # its cache holds the context and this turn but the last token
+                    self._pasts.put(contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0]))
+            if not stay:
+                break
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long)], dim=1)
             positions = positions[:, -1:] + 1
-            result = self.model(
-                input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, cache=cache, use_cache=True
-            )
-            cache = result.cache
+            result = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, cache=cache,
+                                use_cache=True)
+            logits = result.logits[:, -1, :]
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
 
-    def _shared_prefix(self, contexts: list[list[int]]) -> int:
-        """Length of the system turn (up to its end-of-turn id) when every context starts with it.
+    def _past(self, context: list[int]) -> tuple[int, Past | None]:
+        """(tokens of `context` already cached, their past): the episode's previous turn, else its system turn.
 
-        Every episode of a run shares that prompt, so its KV cache is computed once and reused
-        by every row of every call: most of the prefill cost of a short turn.
+        Every episode of a run shares the system prompt, so its cache is computed once and
+        reused by every row of every call; later turns reuse the cache of the turn before.
         """
-        first = contexts[0]
-        end = next((j for j, t in enumerate(first) if t in self.stop_ids), -1) + 1
-        if end < _MIN_PREFIX or any(len(c) <= end or c[:end] != first[:end] for c in contexts):
-            return 0
-        return end
-
-    def _prefix_cache(self, prefix: tuple[int, ...], n: int) -> Any:
+        start, past = self._pasts.take(context)
+        if past is not None:
+            return start, past
+        end = self._system_end(context)
+        if end == 0:
+            return 0, None
+        prefix = tuple(context[:end])
         if prefix not in self._prefixes:
-            with torch.inference_mode():
-                out = self.model(input_ids=torch.tensor([prefix]), use_cache=True)
-            self._prefixes = {prefix: out.cache}  # one system prompt per run: keep the latest only
-        cache = copy.deepcopy(self._prefixes[prefix])
-        cache.batch_repeat_interleave(n)
-        return cache
+            out = self.model(input_ids=torch.tensor([prefix]), use_cache=True, logits_to_keep=1)
+            past = tuple((layer.keys[0], layer.values[0]) for layer in out.cache.layers)
+            self._prefixes = {prefix: past}  # one system prompt per run: keep the latest only
+        return end, self._prefixes[prefix]
+
+    def _system_end(self, context: list[int]) -> int:
+        """Length of the system turn (up to its end-of-turn id); 0 when too short to be worth caching."""
+        end = next((j for j, t in enumerate(context) if t in self.stop_ids), -1) + 1
+        return end if _MIN_PREFIX <= end < len(context) else 0
 
     def _pick(self, logits: torch.Tensor, gen: torch.Generator) -> tuple[int, float]:
         t, top_p = self.sampling.temperature, self.sampling.top_p

@@ -39,13 +39,8 @@ def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
     assert all(len(g.ids) <= 20 for g in first)
 
 
-@pytest.mark.parametrize("system", ["sys", LONG_SYSTEM])
-def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: str) -> None:
-    tok, model = tiny
-    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
-    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"], system=system)
-    assert (policy._shared_prefix([list(r.ids) for r in reqs]) > 0) == (system == LONG_SYSTEM)
-    for req, gen in zip(reqs, policy.act(reqs), strict=True):
+def _assert_greedy_matches_full_forward(model, reqs: list[TurnRequest], gens) -> None:
+    for req, gen in zip(reqs, gens, strict=True):
         seq = torch.tensor([list(req.ids) + list(gen.ids)])
         with torch.inference_mode():
             logp = torch.log_softmax(model(input_ids=seq).logits[0].float(), -1)
@@ -53,6 +48,40 @@ def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: s
         expect = [float(logp[n - 1 + j, tid]) for j, tid in enumerate(gen.ids)]
         assert gen.logprobs == pytest.approx(expect, abs=1e-4)
         assert [int(logp[n - 1 + j].argmax()) for j in range(len(gen.ids))] == list(gen.ids)
+
+
+@pytest.mark.parametrize("system", ["sys", LONG_SYSTEM])
+def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: str) -> None:
+    tok, model = tiny
+    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
+    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"], system=system)
+    assert (policy._system_end(list(reqs[0].ids)) > 0) == (system == LONG_SYSTEM)
+    _assert_greedy_matches_full_forward(model, reqs, policy.act(reqs))
+
+
+def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> None:
+    tok, model = tiny
+    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=2))
+    episodes = [Episode(task_id=str(i), question=q, system_prompt=LONG_SYSTEM, seed=i, budget=Budget(max_new_tokens=12),
+                        chat=policy.chat) for i, q in enumerate(["short?", "a longer question?", "mid?"])]
+    widths: list[int] = []
+    hook = model.register_forward_pre_hook(lambda _, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    cached = [0] * len(episodes)  # context tokens whose keys and values the policy holds
+    for turn in range(3):
+        reqs = [e.request() for e in episodes]
+        widths.clear()
+        gens = policy.act(reqs)
+        if turn:  # the first forward of a batch prefills only what is new since the last turn
+            assert widths[0] == max(len(r.ids) - c for r, c in zip(reqs[:2], cached, strict=False))
+        _assert_greedy_matches_full_forward(model, reqs, gens)
+        assert len(policy._pasts._entries) == len(episodes)  # one per live episode: the last turn's are gone
+        cached = [len(r.ids) + len(g.ids) - 1 for r, g in zip(reqs, gens, strict=True)]
+        for e, g in zip(episodes, gens, strict=True):
+            e.add_generation(g)
+            e.add_observation(f"<tool_response>\nresult {turn}\n</tool_response>")
+    hook.remove()
+    policy.act(_requests(policy, ["another episode?"]))
+    assert len(policy._pasts._entries) == 1  # finished episodes' caches are dropped
 
 
 def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:

@@ -1,0 +1,122 @@
+"""KV caches for batched decoding on CPU: per-row pasts, written in place, kept across turns.
+
+A ReAct episode's next context is its last context plus the turn it generated plus the tool
+response, so the keys and values of everything before the tool response are already known.
+`KVStore` keeps, per episode, the cache of the context it last saw (pads dropped: rotary
+positions are baked into the keys, so a row's real columns are all it needs), and
+`batch_cache` lays several rows' pasts side by side, left-padded, under one attention mask.
+`BufferedLayer` appends each new token into a preallocated buffer instead of concatenating
+(DynamicLayer copies the whole cache for every generated token).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+Past = tuple[tuple[torch.Tensor, torch.Tensor], ...]  # per layer (keys, values), [kv_heads, length, head_dim]
+
+
+class BufferedLayer(DynamicLayer):
+    """A layer cache with room for `room` more tokens, filled in place."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> None:
+        super().__init__()
+        n, heads, length, dim = keys.shape
+        self._k = keys.new_empty((n, heads, length + room, dim))
+        self._v = values.new_empty((n, heads, length + room, dim))
+        self._k[:, :, :length], self._v[:, :, :length] = keys, values
+        self._len = length
+        self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+        self._view()
+
+    def _view(self) -> None:
+        self.keys, self.values = self._k[:, :, : self._len], self._v[:, :, : self._len]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        end = self._len + key_states.shape[-2]
+        if end > self._k.shape[-2]:  # out of room: grow by doubling (amortised O(1) per token)
+            grow = max(end, 2 * self._k.shape[-2]) - self._k.shape[-2]
+            self._k = torch.cat([self._k, self._k.new_empty((*self._k.shape[:2], grow, self._k.shape[-1]))], dim=-2)
+            self._v = torch.cat([self._v, self._v.new_empty((*self._v.shape[:2], grow, self._v.shape[-1]))], dim=-2)
+        self._k[:, :, self._len : end], self._v[:, :, self._len : end] = key_states, value_states
+        self._len = end
+        self._view()
+        return self.keys, self.values
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        self._k, self._v = self._k[indices], self._v[indices]
+        self._view()
+
+
+def batch_cache(pasts: Sequence[Past | None], room: int) -> tuple[Cache | None, torch.Tensor]:
+    """One cache holding every row's past, left-padded to the longest; and its [rows, width] mask.
+
+    Rows without a past get only padding. Returns (None, an empty mask) when no row has one.
+    """
+    width = max((p[0][0].shape[-2] for p in pasts if p), default=0)
+    mask = torch.zeros((len(pasts), width), dtype=torch.long)
+    if width == 0:
+        return None, mask
+    ref = next(p for p in pasts if p)[0][0]
+    layers = []
+    for layer in range(len(next(p for p in pasts if p))):
+        k = ref.new_zeros((len(pasts), ref.shape[0], width, ref.shape[-1]))
+        v = torch.zeros_like(k)
+        for i, p in enumerate(pasts):
+            if p:
+                length = p[layer][0].shape[-2]
+                k[i, :, width - length :], v[i, :, width - length :] = p[layer]
+        layers.append(BufferedLayer(k, v, room))
+    for i, p in enumerate(pasts):
+        if p:
+            mask[i, width - p[0][0].shape[-2] :] = 1
+    return Cache(layers=layers), mask
+
+
+def buffered(cache: Cache, room: int) -> Cache:
+    """The same keys and values in `BufferedLayer`s with `room` more tokens each."""
+    return Cache(layers=[BufferedLayer(layer.keys, layer.values, room) for layer in cache.layers])
+
+
+def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
+    """Row `row`'s keys and values at the given columns (its real tokens), copied out of the batch."""
+    return tuple((layer.keys[row][:, columns].clone(), layer.values[row][:, columns].clone()) for layer in cache.layers)
+
+
+class KVStore:
+    """Pasts of the contexts a policy generated from in its last `act` call, found by longest prefix.
+
+    An entry is taken (removed) when a later context extends it. `act` brackets its calls with
+    `mark()` and `sweep()`: what the previous call left and this one did not take belongs to a
+    finished episode and is dropped, so memory stays at one context per live episode and no
+    result depends on calls older than the previous one.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, ...], Past] = {}
+        self._old: set[tuple[int, ...]] = set()
+
+    def mark(self) -> None:
+        self._old = set(self._entries)
+
+    def sweep(self) -> None:
+        for key in self._old:
+            self._entries.pop(key, None)
+        self._old = set()
+
+    def put(self, ids: Sequence[int], past: Past) -> None:
+        self._entries[tuple(ids)] = past
+
+    def take(self, context: Sequence[int]) -> tuple[int, Past | None]:
+        """The longest stored proper prefix of `context`: (its length, its past), removed from the store."""
+        best: tuple[int, ...] = ()
+        for key in self._entries:
+            if len(best) < len(key) < len(context) and tuple(context[: len(key)]) == key:
+                best = key
+        if not best:
+            return 0, None
+        self._old.discard(best)
+        return len(best), self._entries.pop(best)
