@@ -199,7 +199,7 @@ class PassageStore:
             if missing:
                 marks = ",".join("?" * len(missing))
                 known.update(self._db.execute(f"SELECT row, docid FROM passages WHERE row IN ({marks})", missing))
-            return {r: known[r] for r in map(int, rows)}
+            return {r: known[r] for r in map(int, rows) if r in known}
 
     def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
         with self._lock:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from wikisim.errors import IndexNotBuiltError
 from wikisim.index.base import Hit, Retriever
 from wikisim.index.passages import PassageStore
-from wikisim.index.snippets import snippet
+from wikisim.index.snippets import snippets
 
 EXTRA_DEPTH = 10  # fetch past the cut, so ties there are broken by docid, not by backend order
 
@@ -38,8 +38,6 @@ class RankedRetriever(Retriever):
         if self.passages is None:
             raise IndexNotBuiltError(f"{self.name} retriever has no passage store to make hits from")
         found = self.passages.by_docids([d for d, _ in ranked])
-        return [
-            Hit(d, p.title, p.url, snippet(p.text, query), s)
-            for d, s in ranked
-            if (p := found.get(d)) is not None
-        ]
+        kept = [(d, s, p) for d, s in ranked if (p := found.get(d)) is not None]
+        made = snippets([p.text for _, _, p in kept], query)
+        return [Hit(d, p.title, p.url, text, s) for (d, s, p), text in zip(kept, made, strict=True)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
@@ -39,11 +40,12 @@ def terms(text: str) -> list[str]:
 def _layout(text: str) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
     """Sentences, the lower-cased text they make joined by spaces, and where each one ends."""
     sentences = tuple(split_sentences(text.replace("\n", " ")))
+    lows = [sentence.lower() for sentence in sentences]  # "İ".lower() is two characters
     ends, pos = [], 0
-    for sentence in sentences:
-        pos += len(sentence) + 1
+    for low in lows:
+        pos += len(low) + 1
         ends.append(pos)
-    return sentences, " ".join(sentences).lower(), tuple(ends)
+    return sentences, " ".join(lows), tuple(ends)
 
 
 @lru_cache(maxsize=1024)
@@ -63,7 +65,7 @@ def _query_forms(query: str) -> dict[str, str]:
     return forms
 
 
-def _matches(low: str, ends: tuple[int, ...], forms: dict[str, str]) -> list[int]:
+def _matches(low: str, ends: Sequence[int], forms: dict[str, str]) -> list[int]:
     """Distinct query terms per sentence, found with str.find (a C scan, no per-word Python)."""
     found: list[set[str]] = [set() for _ in ends]
     for form, term in forms.items():
@@ -75,16 +77,39 @@ def _matches(low: str, ends: tuple[int, ...], forms: dict[str, str]) -> list[int
     return [len(f) for f in found]
 
 
+def snippets(texts: Sequence[str], query: str, max_chars: int = SNIPPET_CHARS) -> list[str]:
+    """One query's snippet of each text, as `snippet` makes it, matched in one scan.
+
+    The texts are searched as one string (a NUL between them, which no query form crosses
+    and which starts a word like the text's start does), so a query form costs one find
+    loop for all the hits instead of one per hit.
+    """
+    layouts = [_layout(text) for text in texts]
+    ends: list[int] = []
+    offset = 0
+    for _, low, own in layouts:
+        ends.extend(offset + e for e in own)
+        offset += len(low) + 1
+    matched = _matches("\x00".join(low for _, low, _ in layouts), ends, _query_forms(query))
+    out, first = [], 0
+    for sentences, _, _ in layouts:
+        out.append(_choose(sentences, matched[first:first + len(sentences)], max_chars))
+        first += len(sentences)
+    return out
+
+
 def snippet(text: str, query: str, max_chars: int = SNIPPET_CHARS) -> str:
     """The sentences sharing most distinct query terms, kept in text order, up to `max_chars`.
 
     Sentences are ranked by (distinct query terms matched, earlier position); with no
     match the passage's opening is shown. A cut sentence ends with "...".
     """
-    sentences, low, ends = _layout(text)
+    return snippets([text], query, max_chars)[0]
+
+
+def _choose(sentences: tuple[str, ...], matched: list[int], max_chars: int) -> str:
     if not sentences:
         return ""
-    matched = _matches(low, ends, _query_forms(query))
     ranked = sorted(range(len(sentences)), key=lambda i: (-matched[i], i))
     chosen: list[int] = []
     used = 0
