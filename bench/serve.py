@@ -1,21 +1,23 @@
 """Throughput and latency of `wikisim serve` (BM25 search) vs the in-process backend, same run.
 
-Usage: .venv/bin/python -m bench.serve [--index DIR] [--requests 3000] [--clients 1 4 16]
+Usage: .venv/bin/python -m bench.serve [--index DIR] [--requests 3000] [--clients 1 4 16] [--workers 1]
 
-Starts `wikisim serve --index DIR --port 0` as a subprocess. Clients are env-worker-like:
-up to 4 client processes, each running threads with their own RemoteBackend (keep-alive
-httpx, through the executor), issuing one-query searches (k=10) from a fixed list of 200
-page-title queries; 16 clients = 4 processes x 4 threads. Each level runs twice: with the
-server's memo off (every request searches) and on (repeats are memo hits). The baseline is
-WikiBackend.search in this process on the same queries. Every remote answer is checked
-against the in-process one; failures and mismatches are counted. The load generator shares
-the machine's cores with the server, so the server's CPU time per request (from /proc) is
-reported too: it prices a request independently of whatever else the machine runs. Writes bench/results/serve.json.
+Starts `wikisim serve --index DIR --port 0` as a subprocess. The clients cost the server as
+little CPU as possible, since they share the machine's cores with it: one process (uvloop
+when installed) runs every client as an asyncio task on its own keep-alive connection,
+sending pre-built raw HTTP/1.1 requests, one one-query search (k=10) at a time, from a fixed
+list of page-title queries. Each level runs twice: with the server's memo off (every request
+searches) and on (repeats are memo hits). The baseline is WikiBackend.search in this process
+on the same queries. After the clock stops, every answer is decoded and checked against the
+in-process one; failures (connection errors, non-200) and mismatches are counted. The
+server's CPU time per request (from /proc) prices a request independently of whatever else
+the machine runs. Writes bench/results/serve.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import multiprocessing as mp
@@ -23,24 +25,23 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tqdm import tqdm
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MAX_PROCS = 4
 
 
 def digest(hits: list) -> str:
     return hashlib.sha256(repr(hits).encode()).hexdigest()
 
 
-def start_server(index: Path, memo_size: int) -> tuple[subprocess.Popen, str]:
+def start_server(index: Path, memo_size: int, workers: int) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "wikisim", "serve", "--index", str(index), "--port", "0",
-                             "--memo-size", str(memo_size)], stdout=subprocess.PIPE, text=True)
+                             "--memo-size", str(memo_size), "--workers", str(workers)], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
@@ -49,9 +50,17 @@ def start_server(index: Path, memo_size: int) -> tuple[subprocess.Popen, str]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), to price a request independent of load."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a process and its children (Linux /proc), to price a request."""
+    seconds = 0.0
+    for p in [pid, *_children(pid)]:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        seconds += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
@@ -59,55 +68,76 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
     return {"p50_ms": qs[49] * 1000, "p99_ms": qs[98] * 1000, "mean_ms": statistics.fmean(latencies) * 1000}
 
 
-def client_process(url: str, jobs: list[list[str]], expected: dict[str, str], go, out) -> None:
-    """One env-worker-like process: a thread per job list, each with its own RemoteBackend."""
-    from wikisim.tools.remote import RemoteBackend
+def request(host: str, query: str) -> bytes:
+    body = json.dumps({"queries": [query], "k": 10}).encode()
+    return (f"POST /search HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
-    clients = [RemoteBackend(url) for _ in jobs]
-    results: list[tuple[list[float], int, int]] = []
-    lock = threading.Lock()
 
-    def work(c: int) -> None:
-        lat, bad, wrong = [], 0, 0
-        for q in jobs[c]:
-            start = time.perf_counter()
-            try:
-                hits = clients[c].search([q], 10)[0]
-            except Exception:  # noqa: BLE001 - a benchmark counts failures, it does not stop
-                bad += 1
-                continue
-            lat.append(time.perf_counter() - start)
-            wrong += digest(hits) != expected[q]
-        with lock:
-            results.append((lat, bad, wrong))
+async def one_client(host: str, port: int, jobs: list[tuple[str, bytes]], lat: list[float],
+                     answers: Counter, failures: list[int]) -> None:
+    """One keep-alive connection, one request in flight: the latency an env worker would see."""
+    reader, writer = await asyncio.open_connection(host, port)
+    for query, raw in jobs:
+        start = time.perf_counter()
+        try:
+            writer.write(raw)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            body = await reader.readexactly(length)
+        except (OSError, asyncio.IncompleteReadError, StopIteration, ValueError):
+            failures.append(1)
+            writer.close()
+            reader, writer = await asyncio.open_connection(host, port)
+            continue
+        lat.append(time.perf_counter() - start)
+        if head[9:12] != b"200":
+            failures.append(1)
+        else:
+            answers[(query, body)] += 1
+    writer.close()
+
+
+def client_process(url: str, jobs: list[list[str]], go, out) -> None:
+    """Every client as an asyncio task in this one process."""
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+    parts = urlsplit(url)
+    host, port = parts.hostname, parts.port
+    prepared = [[(q, request(host, q)) for q in job] for job in jobs]
+    lat: list[float] = []
+    answers: Counter = Counter()
+    failures: list[int] = []
+
+    async def main() -> None:
+        await asyncio.gather(*(one_client(host, port, job, lat, answers, failures) for job in prepared))
 
     go.wait()
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        list(pool.map(work, range(len(jobs))))
-    degraded = sum(c.stats().get("search", {}).get("degraded", 0) for c in clients)
-    out.put(([x for r in results for x in r[0]], sum(r[1] for r in results) + degraded, sum(r[2] for r in results)))
+    (uvloop.run if uvloop else asyncio.run)(main())
+    out.put((lat, len(failures), dict(answers)))
 
 
 def run_level(url: str, clients: int, queries: list[str], n: int, expected: dict[str, str]) -> dict:
+    from wikisim.tools.cache import decode
+
     ctx = mp.get_context("spawn")
-    procs_n = min(clients, MAX_PROCS)
     jobs = [[queries[i % len(queries)] for i in range(c, n, clients)] for c in range(clients)]
     go, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=client_process, args=(url, jobs[p::procs_n], expected, go, out))
-             for p in range(procs_n)]
-    for p in procs:
-        p.start()
-    time.sleep(3.0)  # let the client processes import and connect before the clock starts
+    proc = ctx.Process(target=client_process, args=(url, jobs, go, out))
+    proc.start()
+    time.sleep(2.0)  # let the client process start before the clock does
     start = time.perf_counter()
     go.set()
-    parts = [out.get(timeout=600) for _ in procs]
+    latencies, failures, answers = out.get(timeout=600)
     elapsed = time.perf_counter() - start
-    for p in procs:
-        p.join(timeout=30)
-    latencies = [x for part in parts for x in part[0]]
-    return {"clients": clients, "processes": procs_n, "requests": n, "seconds": elapsed,
-            "req_per_s": len(latencies) / elapsed, "failures": sum(p[1] for p in parts),
-            "mismatches": sum(p[2] for p in parts), **percentiles(latencies)}
+    proc.join(timeout=30)
+    mismatches = sum(count for (q, body), count in answers.items()
+                     if digest(decode("search", json.loads(body)["results"][0])) != expected[q])
+    return {"clients": clients, "requests": n, "seconds": elapsed, "req_per_s": len(latencies) / elapsed,
+            "failures": failures, "mismatches": mismatches, **percentiles(latencies)}
 
 
 def main() -> None:
@@ -115,6 +145,7 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=None, help="built index (default: the bundled sample)")
     parser.add_argument("--requests", type=int, default=3000, help="requests per client level")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--workers", type=int, default=1, help="wikisim serve --workers")
     args = parser.parse_args()
     from wikisim.tools.wiki_backend import WikiBackend
 
@@ -122,6 +153,7 @@ def main() -> None:
         from wikisim.build import ensure_sample_index
 
         args.index = ensure_sample_index()
+    load_start = os.getloadavg()[0]
     local = WikiBackend(args.index, retriever="bm25s")
     queries = [title for _, title in local.index.store.titles()][:200]
     expected = {q: digest(local.search([q], 10)[0]) for q in queries}
@@ -136,7 +168,7 @@ def main() -> None:
 
     levels = []
     for memo_size in (0, 4096):  # cold: every request searches; hot: repeated queries come from the memo
-        proc, url = start_server(args.index, memo_size)
+        proc, url = start_server(args.index, memo_size, args.workers)
         try:
             for c in tqdm(args.clients, desc=f"memo {memo_size}", leave=False):
                 cpu = cpu_seconds(proc.pid)
@@ -148,7 +180,8 @@ def main() -> None:
             proc.wait(timeout=10)
 
     load = os.getloadavg()[0]
-    print(f"index {args.index}  manifest {local.manifest_hash}  cores {os.cpu_count()}  load avg {load:.1f}")
+    print(f"index {args.index}  manifest {local.manifest_hash}  cores {os.cpu_count()}  server workers "
+          f"{args.workers}  load avg at start {load_start:.1f}, at end {load:.1f}")
     print(f"in-process WikiBackend.search: {baseline['req_per_s']:.0f} req/s, "
           f"p50 {baseline['p50_ms']:.2f} ms, p99 {baseline['p99_ms']:.2f} ms")
     print(f"{'memo':>5} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'fail':>5} {'diff':>5} "
@@ -159,7 +192,8 @@ def main() -> None:
               f"{r['req_per_s'] / baseline['req_per_s']:>13.2f}x {r['server_cpu_ms_per_req']:>18.3f} "
               f"{1000 / max(r['server_cpu_ms_per_req'], 1e-9):>23.0f}")
     RESULTS.mkdir(exist_ok=True)
-    out = {"index": str(args.index), "manifest_hash": local.manifest_hash, "load_avg": load,
+    out = {"index": str(args.index), "manifest_hash": local.manifest_hash, "workers": args.workers,
+           "load_avg_start": load_start, "load_avg": load,
            "in_process": baseline, "serve": levels}
     (RESULTS / "serve.json").write_text(json.dumps(out, indent=2))
     print(f"wrote {RESULTS / 'serve.json'}")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import asdict
 
 import pytest
 
@@ -25,6 +26,8 @@ PAGE = PageView("https://w/A", "A", True, "lead\n\n## History\n\ntext", ("B", "C
 @pytest.mark.parametrize(("tool", "value"), [("search", HITS), ("scholar", PAPERS), ("visit", PAGE)])
 def test_json_form_round_trips_exactly(tool, value):
     assert decode(tool, json.loads(json.dumps(encode(tool, value)))) == value
+    as_dicts = asdict(value) if tool == "visit" else [asdict(v) for v in value]
+    assert json.dumps(encode(tool, value)) == json.dumps(as_dicts)  # the wire form of every cache and server
 
 
 def test_keys_are_order_free_and_namespaced():
