@@ -17,7 +17,6 @@ Vector envs: `AsyncVectorEnv(fns, shared_memory=False)`; Gymnasium's shared memo
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from wikisim.tasks import Task, TaskSet, load_tasks
 from wikisim.tools.action import MAX_ACTION_CHARS, Action, CallError, parse_action
 from wikisim.tools.backends import make_backend
 from wikisim.tools.base import Backend
+from wikisim.tools.cache import CacheMode
 from wikisim.tools.llm import ChatClient, ChatConfig
 from wikisim.tools.registry import ToolBox, default_toolbox
 from wikisim.tools.text import count_tokens
@@ -86,8 +86,11 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             the step that crosses it is the last, truncated.
         reward: "em" | "f1" | "judge" (the judge needs `judge=ChatConfig(...)` or its dict).
         backend: "wiki" | "remote" | "web", or a Backend instance.
-        backend_kwargs: keyword arguments for a named remote or web backend.
+        backend_kwargs: keyword arguments for a named backend (e.g. `config=ExecutorConfig(...)`).
         url: shorthand for `backend_kwargs={"url": url}` (the `wikisim serve` address of "remote").
+        cache_mode / cache_path: the tool cache of a named backend, the same for all three:
+            "off" | "read-write" | "replay-only" (None: the backend's default, off for wiki and
+            remote, read-write for web) and its SQLite file (None: one per backend in the cache dir).
         retriever: the wiki backend's retriever: "bm25s" | "lucene" | "dense" | "hybrid".
         search_k: results per search query. visit_tokens: token budget of each visited page.
         python: include the python sandbox tool (None: when installed).
@@ -108,6 +111,8 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         backend: str | Backend = "wiki",
         backend_kwargs: dict[str, Any] | None = None,
         url: str | None = None,
+        cache_mode: CacheMode | None = None,
+        cache_path: str | Path | None = None,
         retriever: str = "bm25s",
         search_k: int = 10,
         visit_tokens: int = 1500,
@@ -130,11 +135,14 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             "max_turns": max_turns, "max_observation_tokens": max_observation_tokens, "reward": reward,
             "backend": backend if isinstance(backend, str) else backend.name, "retriever": retriever,
             "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "python_limits": python_limits,
-            "date": date,
+            "date": date, "cache_mode": cache_mode, "cache_path": None if cache_path is None else str(cache_path),
         }
         backend_kwargs = dict(backend_kwargs or {})
-        if url is not None:
-            backend_kwargs["url"] = url
+        shorthands = {"url": url, "cache_mode": cache_mode, "cache_path": cache_path}
+        backend_kwargs |= {k: v for k, v in shorthands.items() if v is not None}
+        if backend_kwargs and not isinstance(backend, str):
+            raise ConfigError(f"{sorted(backend_kwargs)} configure a named backend; backend={backend.name!r} is an "
+                              "instance: configure it where it is built")
         self.backend = self._backend(backend, index, retriever, backend_kwargs)
         self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python,
                                                 python_limits=python_limits)
@@ -233,7 +241,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
                 "errors": errors + malformed, "malformed": malformed}
         pop_trace = getattr(self.backend, "pop_trace", None)
         if pop_trace is not None:  # an executor-wrapped backend: retries, fallbacks, cache hits
-            info["backend_trace"] = [asdict(record) for record in pop_trace()]
+            info["backend_trace"] = [record.as_dict() for record in pop_trace()]
         return "\n".join(responses), info
 
     def _finish(self, parsed: Action, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:

@@ -1,13 +1,21 @@
-"""The executor's parts (token bucket, breaker, policies) and the executor over the local index."""
+"""The executor's parts (token bucket, breaker, policies), the executor over the local index, and the
+env's wiki backend behind it (same observations as the bare index; cache options as for every backend)."""
 
 from __future__ import annotations
 
+import json
+
+import gymnasium as gym
 import pytest
 
+from wikisim import ENV_ID
+from wikisim.env import WikiSimEnv
 from wikisim.errors import ConfigError, ToolCallError
+from wikisim.paths import cache_dir
 from wikisim.tools.base import Backend
-from wikisim.tools.cache import CacheMissError, ToolCache
+from wikisim.tools.cache import CacheMissError, ToolCache, open_cache
 from wikisim.tools.executor import CircuitBreaker, Executor, ExecutorConfig, TokenBucket, ToolPolicy
+from wikisim.tools.wiki_backend import WikiExecutor
 
 
 class Clock:
@@ -102,3 +110,52 @@ def test_executor_cache_over_the_local_index(wiki, tmp_path):
     with pytest.raises(CacheMissError, match="Anarchism"):
         replay.visit("Anarchism", "a goal never asked", 100)
     assert replay.stats()["search"] == {"calls": 1, "cache": 1}
+
+
+def call(name: str, **arguments) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+#: Calls with runs of whitespace, which reach the index exactly as made.
+EDGE_ACTIONS = [
+    call("search", query=["Apollo   8\tcrew", "Luanda"]),
+    call("scholar", query="lunar  orbit"),
+    call("visit", url="https://en.wikipedia.org/wiki/Apollo_8", goal="who  was\ton the crew"),
+    call("visit", url=["Apollo  8", "Nowhere page"], goal="capital"),
+]
+
+
+def test_env_wiki_backend_is_an_executor_with_the_bare_index_observations(sample_index, wiki):
+    env = WikiSimEnv(index=sample_index, python=False)
+    bare = WikiSimEnv(backend=wiki, python=False)
+    assert isinstance(env.backend, WikiExecutor) and env.backend.index.manifest_hash == env.manifest_hash
+    env.reset(seed=3)
+    bare.reset(seed=3)
+    for action in EDGE_ACTIONS:
+        obs, _, _, _, info = env.step(action)
+        bare_obs, _, _, _, bare_info = bare.step(action)
+        assert obs == bare_obs
+        assert "backend_trace" not in bare_info
+        assert all(r["provider"] == "wiki" and r["outcome"] == "live" for r in info["backend_trace"])
+    assert env.backend.stats() == {"search": {"calls": 1, "live": 1}, "scholar": {"calls": 1, "live": 1},
+                                   "visit": {"calls": 3, "live": 3}}
+
+
+def test_gym_make_takes_cache_options_for_the_wiki_backend(sample_index, tmp_path):
+    path = tmp_path / "wiki.sqlite"
+    record = gym.make(ENV_ID, index=sample_index, python=False, cache_mode="read-write", cache_path=path).unwrapped
+    record.reset(seed=0)
+    first, *_, info = record.step(call("search", query="Apollo 8"))
+    again, *_, info_again = record.step(call("search", query="Apollo 8"))
+    assert again == first
+    assert [r["outcome"] for r in info["backend_trace"] + info_again["backend_trace"]] == ["live", "cache"]
+    replay = gym.make(ENV_ID, index=sample_index, python=False, cache_mode="replay-only", cache_path=path).unwrapped
+    replay.reset(seed=0)
+    assert replay.step(call("search", query="Apollo 8"))[0] == first
+    missed = replay.step(call("search", query="Luanda"))[0]
+    assert "Error: search failed on the wiki backend: replay-only cache" in missed and "Luanda" in missed
+    assert replay.config["cache_mode"] == "replay-only" and replay.config["cache_path"] == str(path)
+    assert open_cache("read-write", None, "wiki").path == cache_dir() / "wiki-cache.sqlite"
+    assert open_cache("off", path, "wiki") is None
+    with pytest.raises(ConfigError, match="configure it where it is built"):
+        WikiSimEnv(backend=replay.backend, cache_mode="read-write")

@@ -56,7 +56,7 @@ def test_backend_is_a_backend_and_results_are_stable(backend: WikiBackend, sampl
 
 
 def test_make_backend(sample_index: Path) -> None:
-    assert isinstance(make_backend("wiki", index=sample_index), WikiBackend)
+    assert isinstance(make_backend("wiki", index=sample_index).wiki, WikiBackend)  # behind the executor
     with pytest.raises(ConfigError, match="unknown backend 'bing'"):
         make_backend("bing")
     with pytest.raises(ConfigError, match="retriever must be one of"):

@@ -1,7 +1,9 @@
 """`make_backend(name, **kw)`: one switch between the local index, the retrieval server and the web.
 
-The remote and web backends are imported by name only when asked for, so the env works
-without their dependencies (and before anyone configures them).
+Every one is a tool executor (limits, retries, fallback, degradation, cache, call trace) over
+its provider, and every one takes `cache_mode=` and `cache_path=`. The remote and web backends
+are imported by name only when asked for, so the env works without their dependencies (and
+before anyone configures them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from wikisim.errors import ConfigError
 from wikisim.tools.base import Backend
 
 BACKENDS = {
-    "wiki": ("wikisim.tools.wiki_backend", "WikiBackend"),
+    "wiki": ("wikisim.tools.wiki_backend", "WikiExecutor"),
     "remote": ("wikisim.tools.remote", "RemoteBackend"),
     "web": ("wikisim.tools.web", "WebBackend"),
 }

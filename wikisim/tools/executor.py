@@ -121,6 +121,10 @@ class CallRecord:
     provider: str  # who answered ("cache", a provider name, or "" when degraded)
     attempts: tuple[Attempt, ...] = ()
 
+    def as_dict(self) -> dict[str, Any]:
+        """What `dataclasses.asdict` gives, without its deep copies (the env converts one per call)."""
+        return {**vars(self), "attempts": tuple(dict(vars(a)) for a in self.attempts)}
+
 
 class TokenBucket:
     """`rate` tokens per second, at most `capacity` saved up; `acquire` waits for one."""
@@ -192,10 +196,14 @@ class Executor:
         cache: a `ToolCache` (None: no cache).
         name: this backend's name; with the provider names it namespaces the cache keys.
         sleep: how to wait between retries (tests may shorten it; timing never changes results).
+        normalize: check calls and collapse whitespace before the providers and the cache see
+            them (True), or hand each call over exactly as made and let the providers check it
+            (False: for a local backend whose answers and error messages the env shows as-is).
     """
 
     def __init__(self, providers: Any, config: ExecutorConfig | None = None,
-                 cache: ToolCache | None = None, name: str = "", sleep: Callable[[float], None] = time.sleep):
+                 cache: ToolCache | None = None, name: str = "", sleep: Callable[[float], None] = time.sleep,
+                 normalize: bool = True):
         chains = providers if isinstance(providers, Mapping) else dict.fromkeys(TOOLS, (providers,))
         unknown = set(chains) - set(TOOLS)
         if unknown:
@@ -206,7 +214,8 @@ class Executor:
                 if not callable(getattr(p, tool, None)):
                     raise ConfigError(f"provider {getattr(p, 'name', p)!r} has no {tool}() method")
         self.config = config or ExecutorConfig()
-        self.cache = cache
+        self.cache = cache if cache is not None and cache.mode != "off" else None
+        self.normalize = normalize
         first = next((c[0] for c in self.chains.values() if c), None)
         self.name = name or getattr(first, "name", "executor")
         self.manifest_hash = getattr(first, "manifest_hash", "")
@@ -234,9 +243,11 @@ class Executor:
         return self._per_query("scholar", queries, k)
 
     def visit(self, url: str, goal: str, max_tokens: int) -> PageView:
-        if not isinstance(url, str) or not url.strip():
-            raise ToolCallError(f"visit needs a non-empty url string, got {url!r}")
-        args = {"url": url.strip(), "goal": normalize_text(goal), "max_tokens": int(max_tokens)}
+        args = {"url": url, "goal": goal, "max_tokens": max_tokens}
+        if self.normalize:
+            if not isinstance(url, str) or not url.strip():
+                raise ToolCallError(f"visit needs a non-empty url string, got {url!r}")
+            args = {"url": url.strip(), "goal": normalize_text(goal), "max_tokens": int(max_tokens)}
         return self._cached("visit", [args], lambda p, todo: [p.visit(**todo[0])])[0]
 
     # --- observability ----------------------------------------------------------------
@@ -261,23 +272,24 @@ class Executor:
     # --- internals --------------------------------------------------------------------
 
     def _per_query(self, tool: str, queries: Sequence[str], k: int) -> list:
-        if isinstance(queries, str) or not isinstance(queries, Sequence):
-            raise ToolCallError(f"{tool} needs a list of query strings, got {queries!r}")
-        if not isinstance(k, int) or k < 1:
-            raise ToolCallError(f"{tool} needs k >= 1, got {k!r}")
-        args = []
-        for i, q in enumerate(queries):
-            if not isinstance(q, str) or not q.strip():
-                raise ToolCallError(f"{tool} query {i} is empty or not a string: {q!r}")
-            args.append({"query": normalize_text(q), "k": k})
+        if self.normalize:
+            if isinstance(queries, str) or not isinstance(queries, Sequence):
+                raise ToolCallError(f"{tool} needs a list of query strings, got {queries!r}")
+            if not isinstance(k, int) or k < 1:
+                raise ToolCallError(f"{tool} needs k >= 1, got {k!r}")
+            for i, q in enumerate(queries):
+                if not isinstance(q, str) or not q.strip():
+                    raise ToolCallError(f"{tool} query {i} is empty or not a string: {q!r}")
+            queries = [normalize_text(q) for q in queries]
+        args = [{"query": q, "k": k} for q in queries]
         return self._cached(tool, args, lambda p, todo: getattr(p, tool)([a["query"] for a in todo], k))
 
     def _cached(self, tool: str, args: list[dict[str, Any]], run: Callable[[Any, list], list]) -> list:
         """Serve each item from the cache or, for the misses together, from the provider chain."""
         results: list[Any] = [None] * len(args)
-        keys = [cache_key(self._namespace[tool], tool, a) for a in args]
         todo = list(range(len(args)))
-        if self.cache is not None and self.cache.mode != "off":
+        if self.cache is not None:
+            keys = [cache_key(self._namespace[tool], tool, a) for a in args]
             todo = []
             for i, key in enumerate(keys):
                 entry = self.cache.get(key, tool)
@@ -343,6 +355,9 @@ class Executor:
                 self._slots[tool].release()
             breaker.record(True)
             return out
+
+        if policy.max_attempts == 1:  # nothing to retry: skip tenacity's bookkeeping, most of a call's overhead
+            return attempt()
 
         def retryable(e: BaseException) -> bool:
             retry_after = getattr(e, "retry_after", None)

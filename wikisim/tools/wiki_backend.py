@@ -2,6 +2,7 @@
 
 Everything is a pure function of the index and the call, so observations are identical in
 every process; the index is opened read-only, so workers share the files through the OS cache.
+`WikiExecutor` (what `make_backend("wiki")` and the env use) puts it behind the tool executor.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from wikisim.index import open_index
 from wikisim.index.base import Hit
 from wikisim.tools.base import PageView, ScholarHit
 from wikisim.tools.bm25 import SmallBM25
+from wikisim.tools.cache import CacheMode, open_cache
+from wikisim.tools.executor import Executor, ExecutorConfig, ToolPolicy
 from wikisim.tools.extract import Extractor, LeadExtractor
 
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
@@ -122,3 +125,34 @@ class WikiBackend:
         if self._citations is None:
             self._citations = _Citations(self.index.store)
         return [self._citations.search(q, k) for q in queries]
+
+
+#: The local index has no rate limit and no transient failures, and its answers must not depend
+#: on the clock: one try, a breaker that never skips (reset after 0 s), and a failure is an error
+#: observation (a bug to see), not "tool unavailable" (degrade=True is there to ask for).
+WIKI_POLICY = ToolPolicy(concurrency=64, max_attempts=1, breaker_reset_s=0.0, degrade=False)
+
+
+class WikiExecutor(Executor):
+    """A `WikiBackend` behind the tool executor, as every backend is (the env's "wiki" backend).
+
+    Why: one layer for all backends, so a wiki run gets the same call trace in the step info and
+    the same cache and degradation options as a web or remote run. Calls reach the index exactly
+    as made (no normalisation), so observations are those of the bare `WikiBackend`.
+
+    Args:
+        index, retriever, extractor, overfetch: as for `WikiBackend`.
+        config: per-tool policies (default `WIKI_POLICY` for every tool).
+        cache_mode: "off" (default), "read-write" or "replay-only".
+        cache_path: the SQLite cache (None: `cache_dir()/wiki-cache.sqlite`; keys carry the
+            manifest hash, so indexes never share answers).
+    """
+
+    def __init__(self, index, retriever: str = "bm25s", extractor: Extractor | None = None, overfetch: int = 3, *,
+                 config: ExecutorConfig | None = None, cache_mode: CacheMode = "off",
+                 cache_path: str | Path | None = None) -> None:
+        self.wiki = WikiBackend(index, retriever, extractor, overfetch)
+        self.index = self.wiki.index
+        config = config or ExecutorConfig(search=WIKI_POLICY, visit=WIKI_POLICY, scholar=WIKI_POLICY)
+        super().__init__(self.wiki, config=config, cache=open_cache(cache_mode, cache_path, "wiki"), name="wiki",
+                         normalize=False)
