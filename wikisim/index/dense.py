@@ -19,7 +19,7 @@ import numpy as np
 from wikisim.errors import ConfigError, IndexNotBuiltError
 from wikisim.index.manifest import sha256_file, sha256_tree
 from wikisim.index.passages import PassageStore
-from wikisim.index.ranked import EXTRA_DEPTH, Ranked, RankedRetriever, top_k
+from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 
 FLAT_MAX = 200_000  # "auto" keeps exact search up to this many passages, IVF beyond
 HNSW_M, HNSW_EF_SEARCH = 32, 128
@@ -163,10 +163,10 @@ class DenseRetriever(RankedRetriever):
         return vectors.astype(np.float32)
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
-        n = min(depth + EXTRA_DEPTH, self.index.ntotal)
-        scores, rows = self.index.search(self.encode(queries), n)
-        found = self.passages.docids(np.unique(rows[rows >= 0]).tolist())
-        return [
-            top_k([(found[int(r)], float(s)) for r, s in zip(row, score, strict=True) if r >= 0], depth)
-            for row, score in zip(rows, scores, strict=True)
-        ]
+        def fetch(vector: np.ndarray, n: int) -> Ranked:
+            scores, rows = self.index.search(vector[None], min(n, self.index.ntotal))
+            kept = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
+            docid = self.passages.docids([r for r, _ in kept])
+            return [(docid[r], s) for r, s in kept]
+
+        return [cut_at(lambda n, v=v: fetch(v, n), depth) for v in self.encode(queries)]

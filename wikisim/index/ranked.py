@@ -7,14 +7,12 @@ any snippet is made, and snippets are made only for the k hits returned.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from wikisim.errors import IndexNotBuiltError
 from wikisim.index.base import Hit, Retriever
 from wikisim.index.passages import PassageStore
 from wikisim.index.snippets import snippets
-
-EXTRA_DEPTH = 10  # fetch past the cut, so ties there are broken by docid, not by backend order
 
 Ranked = list[tuple[str, float]]
 
@@ -22,6 +20,21 @@ Ranked = list[tuple[str, float]]
 def top_k(found: Sequence[tuple[str, float]], k: int) -> Ranked:
     """The k best (docid, score) pairs, best first, ties by docid."""
     return sorted(found, key=lambda ds: (-ds[1], ds[0]))[:k]
+
+
+def cut_at(fetch: Callable[[int], Ranked], depth: int) -> Ranked:
+    """The `depth` best of a backend's ranking, ties at the cut broken by docid, not backend order.
+
+    `fetch(n)` gives the backend's n best (docid, score) pairs, best first. One pair past
+    the cut is fetched; only while the last one fetched still ties with the cut is the
+    fetch repeated deeper, so the usual query costs depth + 1 and a tie costs what it must.
+    """
+    n = depth + 1
+    while True:
+        found = fetch(n)
+        if len(found) < n or found[depth - 1][1] > found[-1][1]:
+            return top_k(found, depth)
+        n *= 2
 
 
 class RankedRetriever(Retriever):

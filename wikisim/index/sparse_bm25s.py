@@ -15,7 +15,7 @@ from bm25s.selection import topk as bm25s_topk
 
 from wikisim.errors import IndexNotBuiltError
 from wikisim.index.passages import Passage, PassageStore
-from wikisim.index.ranked import EXTRA_DEPTH, Ranked, RankedRetriever, top_k
+from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 from wikisim.index.snippets import terms
 
 BM25_K1 = 0.9  # Anserini's defaults, so bm25s and Lucene rank alike
@@ -68,16 +68,19 @@ class BM25sRetriever(RankedRetriever):
         return scores
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
-        k = min(depth + EXTRA_DEPTH, self._num_docs)
-        tops = []
-        for query in queries:
-            ids = self.query_ids(query)
-            if not ids:
-                tops.append((np.empty(0, np.float32), np.empty(0, np.int64)))
-                continue
-            scores, rows = bm25s_topk(self.scores(ids), k=k, sorted=True)  # bm25s's own selection
-            keep = scores > 0
-            tops.append((scores[keep], rows[keep]))
-        found = self.passages.docids(np.unique(np.concatenate([rows for _, rows in tops])).tolist())
-        return [top_k([(found[int(r)], float(s)) for r, s in zip(rows, scores, strict=True)], depth)
-                for scores, rows in tops]
+        return [self._ranked(q, depth) for q in queries]
+
+    def _ranked(self, query: str, depth: int) -> Ranked:
+        ids = self.query_ids(query)
+        if not ids:
+            return []
+        scores = self.scores(ids)
+
+        def fetch(n: int) -> Ranked:
+            top, rows = bm25s_topk(scores, k=min(n, self._num_docs), sorted=True)  # bm25s's own selection
+            keep = top > 0
+            top, rows = top[keep].tolist(), rows[keep].tolist()
+            docid = self.passages.docids(rows)
+            return [(docid[r], s) for r, s in zip(rows, top, strict=True)]
+
+        return cut_at(fetch, depth)

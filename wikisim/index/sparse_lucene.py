@@ -21,7 +21,7 @@ from wikisim.index.base import Hit
 from wikisim.index.jvm import pyserini_module
 from wikisim.index.layout import is_lucene_dir
 from wikisim.index.passages import Passage, PassageStore
-from wikisim.index.ranked import EXTRA_DEPTH, Ranked, RankedRetriever, top_k
+from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 from wikisim.index.snippets import snippet
 
 LUCENE_K1 = 0.9  # Anserini's BM25 defaults
@@ -81,10 +81,8 @@ class LuceneRetriever(RankedRetriever):
         self.manifest_hash = manifest_hash
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
-        return [
-            top_k([(h.docid, float(h.score)) for h in self.searcher.search(q, depth + EXTRA_DEPTH)], depth)
-            for q in queries
-        ]
+        return [cut_at(lambda n, q=q: [(h.docid, float(h.score)) for h in self.searcher.search(q, n)], depth)
+                for q in queries]
 
     def hits(self, query: str, ranked: Ranked) -> list[Hit]:
         if self.passages is not None:
