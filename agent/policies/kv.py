@@ -89,34 +89,39 @@ def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
 class KVStore:
     """Pasts of the contexts a policy generated from in its last `act` call, found by longest prefix.
 
-    An entry is taken (removed) when a later context extends it. `act` brackets its calls with
-    `mark()` and `sweep()`: what the previous call left and this one did not take belongs to a
-    finished episode and is dropped, so memory stays at one context per live episode and no
-    result depends on calls older than the previous one.
+    `act` brackets its calls with `mark()` and `sweep()`: a call takes (removes) the pasts
+    that its contexts extend from those the previous call left, and what it does not take
+    belongs to finished episodes and is dropped. So memory stays at one context per live
+    episode, and no result depends on calls older than the previous one. Equal contexts
+    (samples of one task that agree so far) keep one past each.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, ...], Past] = {}
-        self._old: set[tuple[int, ...]] = set()
+        self._last: dict[tuple[int, ...], list[Past]] = {}
+        self._now: dict[tuple[int, ...], list[Past]] = {}
+
+    def __len__(self) -> int:
+        return sum(map(len, self._last.values())) + sum(map(len, self._now.values()))
 
     def mark(self) -> None:
-        self._old = set(self._entries)
+        self._last, self._now = self._now, {}
 
     def sweep(self) -> None:
-        for key in self._old:
-            self._entries.pop(key, None)
-        self._old = set()
+        self._last = {}
 
     def put(self, ids: Sequence[int], past: Past) -> None:
-        self._entries[tuple(ids)] = past
+        self._now.setdefault(tuple(ids), []).append(past)
 
     def take(self, context: Sequence[int]) -> tuple[int, Past | None]:
         """The longest stored proper prefix of `context`: (its length, its past), removed from the store."""
         best: tuple[int, ...] = ()
-        for key in self._entries:
+        for key in self._last:
             if len(best) < len(key) < len(context) and tuple(context[: len(key)]) == key:
                 best = key
         if not best:
             return 0, None
-        self._old.discard(best)
-        return len(best), self._entries.pop(best)
+        pasts = self._last[best]
+        past = pasts.pop()
+        if not pasts:
+            del self._last[best]
+        return len(best), past

@@ -74,14 +74,14 @@ def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> N
         if turn:  # the first forward of a batch prefills only what is new since the last turn
             assert widths[0] == max(len(r.ids) - c for r, c in zip(reqs[:2], cached, strict=False))
         _assert_greedy_matches_full_forward(model, reqs, gens)
-        assert len(policy._pasts._entries) == len(episodes)  # one per live episode: the last turn's are gone
+        assert len(policy._pasts) == len(episodes)  # one per live episode: the last turn's are gone
         cached = [len(r.ids) + len(g.ids) - 1 for r, g in zip(reqs, gens, strict=True)]
         for e, g in zip(episodes, gens, strict=True):
             e.add_generation(g)
             e.add_observation(f"<tool_response>\nresult {turn}\n</tool_response>")
     hook.remove()
     policy.act(_requests(policy, ["another episode?"]))
-    assert len(policy._pasts._entries) == 1  # finished episodes' caches are dropped
+    assert len(policy._pasts) == 1  # finished episodes' caches are dropped
 
 
 def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:
