@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
+from tqdm import tqdm
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
 from wikisim.index.manifest import sha256_file, sha256_tree
@@ -24,6 +27,7 @@ from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 FLAT_MAX = 200_000  # "auto" keeps exact search up to this many passages, IVF beyond
 HNSW_M, HNSW_EF_SEARCH = 32, 128
 ENCODE_BATCH = 64
+ENCODE_CHUNK = 4096  # passages per encode call; texts share padded batches only within one, so it is part of the result
 # all-MiniLM-L6-v2 was trained on 128-token inputs; encoding 256 costs 2.7x the time on CPU
 # (23 vs 62 passages/s measured here) for text the model saw little of in training.
 MAX_SEQ_TOKENS = 128
@@ -70,8 +74,7 @@ def _choose(kind: str, n: int) -> str:
     return kind
 
 
-def _make_index(kind: str, vectors: np.ndarray) -> tuple[faiss.Index, dict[str, Any]]:
-    n, dim = vectors.shape
+def _make_index(kind: str, dim: int, n: int) -> tuple[faiss.Index, dict[str, Any]]:
     if kind == "flat":
         return faiss.IndexFlatIP(dim), {}
     if kind == "hnsw":
@@ -80,9 +83,22 @@ def _make_index(kind: str, vectors: np.ndarray) -> tuple[faiss.Index, dict[str, 
         return index, {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH}
     nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
     index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
-    index.train(vectors)  # faiss k-means is seeded (1234): the same vectors give the same lists
     nprobe = min(nlist, max(8, nlist // 8))
     return index, {"nlist": nlist, "nprobe": nprobe}
+
+
+def _encoded(model, store: PassageStore, progress: bool) -> Iterator[np.ndarray]:
+    """Unit vectors of every passage in row order, `ENCODE_CHUNK` passages at a time.
+
+    Why chunks: the corpus's texts and the encoder's own copies of its output never sit
+    in memory whole, so a build's memory grows only by the vectors themselves.
+    """
+    rows = iter(store)
+    with tqdm(total=len(store), desc="dense encode", unit="passage", disable=not progress) as bar:
+        while texts := [p.contents for p in islice(rows, ENCODE_CHUNK)]:
+            yield model.encode(texts, batch_size=ENCODE_BATCH, show_progress_bar=False,
+                               normalize_embeddings=True, convert_to_numpy=True).astype(np.float32, copy=False)
+            bar.update(len(texts))
 
 
 def build_dense(store: PassageStore, out: Path, *, model_path: str | Path | None = None,
@@ -90,22 +106,26 @@ def build_dense(store: PassageStore, out: Path, *, model_path: str | Path | None
     """Encode every passage (row order = faiss id) and write the faiss index to `out`."""
     path = resolve_model_path(model_path)
     model = load_model(str(path))
-    texts = [p.contents for p in store]
-    vectors = model.encode(texts, batch_size=ENCODE_BATCH, show_progress_bar=progress,
-                           normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
-    kind = _choose(kind, len(texts))
+    n, dim = len(store), model.get_sentence_embedding_dimension()
+    kind = _choose(kind, n)
+    index, extra = _make_index(kind, dim, n)
     # One thread: HNSW insertion order (and so its graph) would otherwise vary run to run.
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        index, extra = _make_index(kind, vectors)
-        index.add(vectors)
+        if kind == "ivf":  # k-means needs every vector before the first is added
+            vectors = np.concatenate(list(_encoded(model, store, progress)))
+            index.train(vectors)  # faiss k-means is seeded (1234): the same vectors give the same lists
+            index.add(vectors)
+        else:
+            for chunk in _encoded(model, store, progress):
+                index.add(chunk)
     finally:
         faiss.omp_set_num_threads(threads)
     faiss.write_index(index, str(out / INDEX_FILE))
     (out / MODEL_FILE).write_text(json.dumps({"path": str(path)}), encoding="utf-8")
-    return {"kind": kind, "dim": int(vectors.shape[1]), "docs": len(texts), **extra,
-            "max_seq_tokens": MAX_SEQ_TOKENS,
+    return {"kind": kind, "dim": int(dim), "docs": int(index.ntotal), **extra,
+            "max_seq_tokens": MAX_SEQ_TOKENS, "encode_chunk": ENCODE_CHUNK,
             "sha256": sha256_file(out / INDEX_FILE)}
 
 
