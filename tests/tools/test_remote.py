@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -182,6 +183,17 @@ def test_prefork_workers_share_the_port_and_stop_together(sample_index, local, q
         assert got == [expected[queries[i % 16]] for i in range(64)]
         children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
         assert len(children) == 2
+        # 32 keep-alive connections, one visit each: each reads its worker's visit count from /metrics,
+        # which is the number of connections that worker holds. On one shared socket, one worker took
+        # nearly all; on a socket per worker the kernel splits them by a hash (16 +- 3 each, almost always).
+        conns = [httpx.Client(base_url=url) for _ in range(32)]
+        for c in conns:
+            assert c.post("/visit", json={"url": "Angola", "max_tokens": 10}).status_code == 200
+        held = [int(re.search(r'requests_total\{endpoint="visit",status="200"\} (\d+)', c.get("/metrics").text)[1])
+                for c in conns]
+        for c in conns:
+            c.close()
+        assert max(held) <= 26
     finally:
         stop(proc)
     for child in children:

@@ -33,13 +33,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="answers memoised in memory, LRU (default 4096; 0 = off)")
 
 
-def bind(host: str, port: int) -> socket.socket:
+#: Linux spreads the connections of listening sockets that share a port with SO_REUSEPORT over
+#: them; elsewhere the option only allows the shared bind, so workers share one socket there.
+BALANCED_REUSEPORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     """A listening socket; binding here (not in uvicorn) lets `--port 0` report the port it got."""
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {port}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only then
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except OSError as e:
@@ -66,20 +73,32 @@ def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backen
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _prefork(args: argparse.Namespace, sock: socket.socket, limits: object) -> None:
-    """N worker processes accept on one socket; each opens the index itself after the fork
-    (SQLite handles must not cross a fork). SIGTERM/SIGINT to this process stops them all."""
+def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: object) -> None:
+    """N worker processes, each on its socket of the port (or all on one, `socks` of length 1);
+    each opens the index itself after the fork (SQLite handles must not cross a fork).
+    SIGTERM/SIGINT to this process stops them all.
+
+    Why a socket per worker: on one shared socket the first worker to wake accepts every
+    connection that is waiting (15 of 16 keep-alive clients in a test), so the others idle
+    while its queue, and the latency of everyone on it, grows.
+    """
     children = []
-    for _ in range(args.workers):
+    for i in range(args.workers):
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            mine = socks[i % len(socks)]
+            for other in socks:
+                if other is not mine:
+                    other.close()
             try:
-                _serve(args, sock, limits)
+                _serve(args, mine, limits)
             finally:
                 os._exit(0)
         children.append(pid)
+    for sock in socks:
+        sock.close()
 
     def stop(signum: int, frame: object) -> None:
         for pid in children:
@@ -100,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
                           memo_size=args.memo_size)
-    sock = bind(args.host, args.port)  # a taken port fails at once, not after loading the index
+    spread = args.workers > 1 and BALANCED_REUSEPORT
+    sock = bind(args.host, args.port, reuse_port=spread)  # a taken port fails at once, not after loading the index
     try:
         backend = WikiBackend(args.index, retriever=args.backend)
         backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
@@ -116,5 +136,6 @@ def run(args: argparse.Namespace) -> int:
         _serve(args, sock, limits, backend)
     else:
         del backend
-        _prefork(args, sock, limits)
+        socks = [sock] + [bind(args.host, port, reuse_port=True) for _ in range(args.workers - 1) if spread]
+        _prefork(args, socks, limits)
     return 0
