@@ -106,7 +106,7 @@ def build_dense(store: PassageStore, out: Path, *, model_path: str | Path | None
     """Encode every passage (row order = faiss id) and write the faiss index to `out`."""
     path = resolve_model_path(model_path)
     model = load_model(str(path))
-    n, dim = len(store), model.get_sentence_embedding_dimension()
+    n, dim = len(store), model.get_embedding_dimension()
     kind = _choose(kind, n)
     index, extra = _make_index(kind, dim, n)
     # One thread: HNSW insertion order (and so its graph) would otherwise vary run to run.
