@@ -72,19 +72,35 @@ def rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
-def async_rate(index: Path, workers: int, actions: list, python: bool) -> dict:
-    vec = AsyncVectorEnv([lambda: WikiSimEnv(index=index, max_turns=10_000, python=python)] * workers,
-                         shared_memory=False)
-    vec.reset(seed=0)
-    vec.step([actions[0]] * workers)  # warm every worker
-    rounds = max(1, len(actions) // workers)
-    start = time.perf_counter()
-    for r in tqdm(range(rounds), desc=f"async x{workers}", leave=False):
-        vec.step([actions[(r * workers + j) % len(actions)] for j in range(workers)])
-    elapsed = time.perf_counter() - start
-    memory = [rss_mb(p.pid) for p in vec.processes]
-    vec.close()
-    return {"steps_per_s": rate(rounds * workers, elapsed), "worker_memory": memory}
+def async_rates(index: Path, counts: tuple[int, ...], actions: list, python: bool, blocks: int = 6) -> dict:
+    """Search steps/s of AsyncVectorEnvs with each worker count, timed in alternating blocks.
+
+    All vector envs are up at once and take turns (a block of steps each, `blocks` times),
+    so a change in the machine's load hits every count alike and the ratios stay fair.
+    """
+    vecs = {n: AsyncVectorEnv([lambda: WikiSimEnv(index=index, max_turns=10_000, python=python)] * n,
+                              shared_memory=False) for n in counts}
+    for n, vec in vecs.items():
+        vec.reset(seed=0)
+        vec.step([actions[0]] * n)  # warm every worker
+    steps = dict.fromkeys(counts, 0)
+    seconds = dict.fromkeys(counts, 0.0)
+    per_block = max(1, len(actions) // blocks)
+    # Block 0 is untimed: each worker process warms its own caches (stems, sentence layouts,
+    # passages) on the block's actions, so every count is then timed in the same steady state.
+    for block in tqdm(range(blocks + 1), desc=f"async x{'/'.join(map(str, counts))}", leave=False):
+        for n, vec in vecs.items():
+            start = time.perf_counter()
+            for r in range(max(1, per_block // n)):
+                vec.step([actions[(r * n + j) % len(actions)] for j in range(n)])
+            if block:
+                steps[n] += max(1, per_block // n) * n
+                seconds[n] += time.perf_counter() - start
+    out = {n: {"steps_per_s": rate(steps[n], seconds[n]), "worker_memory": [rss_mb(p.pid) for p in vec.processes]}
+           for n, vec in vecs.items()}
+    for vec in vecs.values():
+        vec.close()
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -119,8 +135,8 @@ def main() -> None:
     out["env_vs_raw_k10"] = out["raw_bm25s_k10_per_s"] / out["env_search_per_s"]
     out["env_vs_raw_k30"] = out["raw_bm25s_k30_per_s"] / out["env_search_per_s"]
     out["in_process_memory"] = rss_mb(os.getpid())
-    for workers in (1, 2, 4):
-        out[f"async{workers}_search"] = async_rate(index, workers, search, False)
+    for workers, result in async_rates(index, (1, 2, 4), search, False).items():
+        out[f"async{workers}_search"] = result
     out["async4_over_in_process"] = out["async4_search"]["steps_per_s"] / out["env_search_per_s"]
     for base in (1, 2):
         out[f"async4_over_async{base}"] = out["async4_search"]["steps_per_s"] / out[f"async{base}_search"]["steps_per_s"]
