@@ -13,10 +13,14 @@ import os
 import signal
 import socket
 import sys
+from typing import TYPE_CHECKING
 
 from wikisim.errors import ConfigError
 
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
+
+if TYPE_CHECKING:
+    from wikisim.tools.wiki_backend import WikiBackend
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,11 +65,9 @@ def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backen
     import uvicorn
 
     from wikisim.server import create_app
-    from wikisim.tools.wiki_backend import WikiBackend
 
     if backend is None:
-        backend = WikiBackend(args.index, retriever=args.backend)
-        backend.search(["warm up"], 1)
+        backend = _load(args)
     # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio;
     # uvloop also sends a response's head and body in one write)
     config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="auto",
@@ -111,9 +113,17 @@ def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: objec
         os.waitpid(pid, 0)
 
 
+def _load(args: argparse.Namespace) -> WikiBackend:
+    """The index's backend, its lazy parts loaded now, not on the first client's clock."""
+    from wikisim.tools.wiki_backend import WikiBackend  # lazy: the CLI starts fast
+
+    backend = WikiBackend(args.index, retriever=args.backend)
+    backend.search(["warm up"], 1)
+    return backend
+
+
 def run(args: argparse.Namespace) -> int:
     from wikisim.server import ServerLimits
-    from wikisim.tools.wiki_backend import WikiBackend
 
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
@@ -122,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
     spread = args.workers > 1 and BALANCED_REUSEPORT
     sock = bind(args.host, args.port, reuse_port=spread)  # a taken port fails at once, not after loading the index
     try:
-        backend = WikiBackend(args.index, retriever=args.backend)
-        backend.search(["warm up"], 1)  # load lazy parts now, not on the first client's clock
+        backend = _load(args)
     except BaseException:
         sock.close()
         raise
