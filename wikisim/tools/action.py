@@ -130,23 +130,27 @@ def _matches(value: Any, spec: Mapping[str, Any]) -> str | None:
 
 def check_arguments(name: str, parameters: Mapping[str, Any], arguments: Any) -> str | None:
     """Why `arguments` do not fit the tool's parameter schema, or None when they do."""
-    sig = usage(name, parameters)
+    why = _argument_error(name, parameters, arguments)
+    return None if why is None else f"{why} Usage: {usage(name, parameters)}"
+
+
+def _argument_error(name: str, parameters: Mapping[str, Any], arguments: Any) -> str | None:
     if not isinstance(arguments, dict):
-        return f'"arguments" of {name} must be a JSON object, got {_type_name(arguments)} ({_short(arguments)}). Usage: {sig}'
+        return f'"arguments" of {name} must be a JSON object, got {_type_name(arguments)} ({_short(arguments)}).'
     props = parameters.get("properties", {})
     for key in parameters.get("required", []):
         if key not in arguments:
-            return f'{name} is missing the required argument "{key}". Usage: {sig}'
+            return f'{name} is missing the required argument "{key}".'
     for key in arguments:
         if key not in props:
             close = difflib.get_close_matches(str(key), list(props), n=1)
             hint = f' Did you mean "{close[0]}"?' if close else ""
-            return f'{name} got an unexpected argument {_short(key, 40)}.{hint} Usage: {sig}'
+            return f"{name} got an unexpected argument {_short(key, 40)}.{hint}"
     for key in props:
         if key in arguments:
             why = _matches(arguments[key], props[key])
             if why is not None:
-                return f'{name} argument "{key}" {why}. Usage: {sig}'
+                return f'{name} argument "{key}" {why}.'
     return None
 
 
@@ -234,12 +238,11 @@ def _answer_of(call: ToolCall) -> str:
 
 def parse_action(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
     """Parse one turn. `tools` maps each tool name (answer included) to its parameter schema."""
-    help_text = format_help(tools)
     if isinstance(action, bytes):
         try:
             action = action.decode("utf-8")
         except UnicodeDecodeError as e:
-            return Action("", (CallError(f"Error: the turn is not valid UTF-8 ({e}). Send text. {help_text}"),))
+            return Action("", (CallError(f"Error: the turn is not valid UTF-8 ({e}). Send text. {format_help(tools)}"),))
     if isinstance(action, dict):
         item = _call_from_object(action, tools, "the action dict", None)
         if isinstance(item, ToolCall) and item.name == "answer":
@@ -247,18 +250,18 @@ def parse_action(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
         return Action("", (item,))
     if not isinstance(action, str):
         return Action("", (CallError(f"Error: an action must be a string (the turn's text) or a dict "
-                                     f'{{"name", "arguments"}}, got {type(action).__name__}. {help_text}'),))
+                                     f'{{"name", "arguments"}}, got {type(action).__name__}. {format_help(tools)}'),))
     if len(action) > MAX_ACTION_CHARS:
         return Action("", (CallError(f"Error: the turn is {len(action):,} characters long; at most "
-                                     f"{MAX_ACTION_CHARS:,} are accepted. {help_text}"),))
+                                     f"{MAX_ACTION_CHARS:,} are accepted. {format_help(tools)}"),))
     bad = _SURROGATE.search(action)
     if bad:
         n = len(_SURROGATE.findall(action))
         return Action("", (CallError(
             f"Error: the turn contains {n} unpaired UTF-16 surrogate code point(s) (first {bad.group()!r} at "
-            f"character {bad.start()}), which is not valid UTF-8 text. Send valid Unicode. {help_text}"),))
+            f"character {bad.start()}), which is not valid UTF-8 text. Send valid Unicode. {format_help(tools)}"),))
     if not action.strip():
-        return Action("", (CallError(f"Error: the turn is empty. {help_text}"),))
+        return Action("", (CallError(f"Error: the turn is empty. {format_help(tools)}"),))
 
     think, rest = "", action
     if "</think>" in action:  # released chat templates open <think> in the prompt: the tag may be missing
@@ -273,11 +276,11 @@ def parse_action(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
         return Action(think, (CallError("Error: <answer></answer> is empty; put the final answer between the tags."),))
     if not bodies:
         if open_call is not None:
-            msg = f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>. {help_text}"
+            msg = f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>. {format_help(tools)}"
         elif open_answer is not None:
-            msg = f"Error: the <answer> at character {open_answer} is never closed with </answer>. {help_text}"
+            msg = f"Error: the <answer> at character {open_answer} is never closed with </answer>. {format_help(tools)}"
         else:
-            msg = f"Error: the turn has no <tool_call>...</tool_call> and no <answer>...</answer>. {help_text}"
+            msg = f"Error: the turn has no <tool_call>...</tool_call> and no <answer>...</answer>. {format_help(tools)}"
         return Action(think, (CallError(msg),))
     items: list[ToolCall | CallError] = []
     for i, body in enumerate(bodies[:MAX_CALLS_PER_TURN]):
