@@ -232,7 +232,8 @@ def train_grpo(
     if cfg.generation_server:
         from agent.weight_sync import WeightSync
 
-        sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator)
+        sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator,
+                          cfg.sync_protocol)
         sync.push(model, start)
     history: list[dict[str, Any]] = []
     per_proc = cfg.questions_per_step // world

@@ -13,6 +13,10 @@ is tested without a GPU. What it implements (Starlette on uvicorn):
   reload call and reply `{"success", "message", "num_paused_requests"}`.
 - `GET /model_info`: SGLang's `{"model_path", "weight_version", "is_generation"}` plus
   `weights_sha256`, a hash of the loaded tensors (see `weights_sha256`).
+- `POST /collective_rpc` `{"method": "reload_weights", "kwargs": {"weights_path": DIR}}`:
+  vLLM's dev-mode reload (one result per worker: `{"results": [null]}`); the weight
+  version is then the path, as vLLM has none. `POST /reset_prefix_cache` answers 200
+  (this server keeps no KV cache between requests).
 
 Sampling is `TransformersPolicy.generate`: each request samples from its own seeded
 generator, stops at end-of-turn or the ReAct stop strings, and reports log-probabilities
@@ -105,6 +109,8 @@ class ModelServer:
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/update_weights_from_disk", self._update_weights, methods=["POST"]),
             Route("/model_info", self._model_info, methods=["GET"]),
+            Route("/collective_rpc", self._collective_rpc, methods=["POST"]),
+            Route("/reset_prefix_cache", lambda _: JSONResponse(None), methods=["POST"]),
             Route("/health", lambda _: JSONResponse({"status": "ok"}), methods=["GET"]),
         ])
 
@@ -228,11 +234,34 @@ class ModelServer:
         path = body.get("model_path") if isinstance(body, dict) else None
         if not path:
             return JSONResponse({"success": False, "message": "model_path is required"}, status_code=400)
-        try:
-            await asyncio.to_thread(self.load, path, str(body.get("weight_version") or path))
-        except (ConfigError, OSError, ValueError) as e:
-            return JSONResponse({"success": False, "message": f"cannot load {path}: {e}"}, status_code=400)
+        why = await self._load_async(path, str(body.get("weight_version") or path))
+        if why:
+            return JSONResponse({"success": False, "message": why}, status_code=400)
         return JSONResponse({"success": True, "message": f"loaded {path}", "num_paused_requests": 0})
+
+    async def _collective_rpc(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        if not isinstance(body, dict) or body.get("method") != "reload_weights":
+            method = body.get("method") if isinstance(body, dict) else None
+            return JSONResponse({"error": f"this server runs only method 'reload_weights', got {method!r}"},
+                                status_code=400)
+        kwargs = body.get("kwargs") or {}
+        path = kwargs.get("weights_path") if isinstance(kwargs, dict) else None
+        if not path:
+            return JSONResponse({"error": "reload_weights needs kwargs.weights_path (a checkpoint folder)"},
+                                status_code=400)
+        why = await self._load_async(path, str(path))
+        if why:
+            return JSONResponse({"error": why}, status_code=400)
+        return JSONResponse({"results": [None]})
+
+    async def _load_async(self, path: str, weight_version: str) -> str:
+        """Why loading `path` failed ("" once it is the serving weights)."""
+        try:
+            await asyncio.to_thread(self.load, path, weight_version)
+        except (ConfigError, OSError, ValueError) as e:
+            return f"cannot load {path}: {e}"
+        return ""
 
     async def _model_info(self, request: Request) -> JSONResponse:
         return JSONResponse({"model_path": self.model_path, "weight_version": self.weight_version,

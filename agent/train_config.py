@@ -84,6 +84,10 @@ class SFTConfig(TrainConfig):
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
 
 
+#: Wire formats a generation server can be told to reload a checkpoint in (agent.weight_sync).
+SYNC_PROTOCOLS = ("sglang", "vllm")
+
+
 @dataclass(frozen=True)
 class GRPOConfig(TrainConfig):
     """Strictly on-policy GRPO as WebSailor-V2 specifies; every ablation is one field."""
@@ -111,12 +115,15 @@ class GRPOConfig(TrainConfig):
     generation_server: str = ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     server_model: str = "policy"  # the model name that server expects
     sync_dir: str = ""  # where weights are saved for the server to reload ("" = output_dir/sync)
+    sync_protocol: str = "sglang"  # how that server reloads them: one of SYNC_PROTOCOLS (see agent.weight_sync)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.generation_server and not self.generation_server.startswith(("http://", "https://")):
             raise ConfigError(f"generation_server={self.generation_server!r} must start with http:// or https://, "
                               "e.g. http://127.0.0.1:8000/v1")
+        if self.sync_protocol not in SYNC_PROTOCOLS:
+            raise ConfigError(f"sync_protocol={self.sync_protocol!r} must be one of {SYNC_PROTOCOLS}")
         for name in ("steps", "questions_per_step", "pool_size", "retire_after", "dev_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")

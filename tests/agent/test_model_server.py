@@ -14,8 +14,8 @@ from agent.policies.transformers_policy import SamplingConfig, TransformersPolic
 from agent.react import ChatFormat, TurnRequest
 from agent.train_config import GRPOConfig
 from agent.train_env import EnvRunner
-from agent.weight_sync import server_root
-from wikisim.errors import ConfigError
+from agent.weight_sync import WeightSync, server_root
+from wikisim.errors import BackendError, ConfigError
 from wikisim.tasks import Task, TaskSet
 
 
@@ -78,7 +78,8 @@ def test_reload_from_disk_reports_the_new_weights(served, tmp_path):
     assert missing.status_code == 400 and missing.json()["success"] is False
 
 
-def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(tmp_path, sample_index):
+@pytest.mark.parametrize("protocol", ["sglang", "vllm"])
+def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(protocol, tmp_path, sample_index):
     tasks = TaskSet([Task(f"n{n}", f"What is the last digit of {n}?", (str(n % 10),)) for n in (123, 4567, 890, 2024)],
                     "digits")
     runner = EnvRunner(tasks, index=str(sample_index), max_turns=2, max_new_tokens=8, slots=8,
@@ -89,7 +90,7 @@ def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(tmp_path, 
         # an untrained model never answers (all rewards 0): the entropy bonus still moves the weights
         cfg = GRPOConfig(output_dir=str(tmp_path / "run"), seed=4, steps=2, questions_per_step=2, group_size=4,
                          lr=1e-2, cpu=True, dev_every=0, max_new_tokens=8, generation_server=srv.url,
-                         entropy_coef=0.1, exclude_truncated=False)
+                         entropy_coef=0.1, exclude_truncated=False, sync_protocol=protocol)
         sample = runner.sampler(tok, srv.url)
 
         def recording(*args):
@@ -99,7 +100,11 @@ def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(tmp_path, 
         res = train_grpo(cfg, tasks.ids(), recording)
     syncs = res.weight_syncs
     assert [s["step"] for s in syncs] == [0, 1, 2] and len({s["sha256"] for s in syncs}) == 3
-    assert all(s["server"]["weights_sha256"] == s["sha256"] for s in syncs)  # the server loaded what the trainer had
+    if protocol == "sglang":  # SGLang reports the version it loaded; vLLM's reload only answers 200
+        assert all(s["server"]["weights_sha256"] == s["sha256"] for s in syncs)
+    else:
+        assert all(s["server"] == {"results": [None]} for s in syncs)
+    version = "weight_version" if protocol == "sglang" else "path"  # vLLM has no version: the path stands for it
     assert weights_sha256(load_local(res.final_dir)[1]) == syncs[-1]["sha256"] == srv.server.sha256
     log = {(s.prompt_ids, s.token_ids): s.weight_version for s in srv.server.log}
     assert len(batches) == 2
@@ -107,7 +112,7 @@ def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(tmp_path, 
         for t in batch:
             context = t.prompt_ids
             for turn in t.turns:  # the exact context went in, the server's ids came out, from those weights
-                assert log[(context, turn.ids)] == sync["weight_version"]
+                assert log[(context, turn.ids)] == sync[version]
                 context += turn.ids + turn.observation_ids
     assert all(r["time_weight_sync"] > 0 for r in res.history)
 
@@ -118,3 +123,28 @@ def test_server_generation_config_is_checked():
     with pytest.raises(ConfigError, match="token_in needs token contexts"):
         OpenAIPolicy(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", token_in=True)).act(
             [TurnRequest(messages=(), ids=(), max_new_tokens=4, seed=0, turn=0)])
+
+
+def test_vllm_reload_route_checks_its_call(served, tmp_path):
+    root = server_root(served.url)
+    other = httpx.post(root + "/collective_rpc", json={"method": "sleep"})
+    assert other.status_code == 400 and "reload_weights" in other.json()["error"]
+    no_path = httpx.post(root + "/collective_rpc", json={"method": "reload_weights"})
+    assert no_path.status_code == 400 and "weights_path" in no_path.json()["error"]
+    missing = httpx.post(root + "/collective_rpc", json={"method": "reload_weights",
+                                                          "kwargs": {"weights_path": str(tmp_path / "none")}})
+    assert missing.status_code == 400 and "cannot load" in missing.json()["error"]
+    assert httpx.post(root + "/reset_prefix_cache").status_code == 200
+
+
+def test_weight_sync_names_a_server_without_the_vllm_route(tmp_path):
+    from accelerate import Accelerator
+
+    tok, model = tiny_model(3)
+    with RunningServer(ModelServer(tokenizer=tok, model=model)) as srv:
+        srv.server.app.router.routes = [r for r in srv.server.app.router.routes if r.path != "/collective_rpc"]
+        sync = WeightSync(srv.url, tmp_path / "sync", tok, Accelerator(cpu=True), protocol="vllm")
+        with pytest.raises(BackendError, match="HTTP 404.*VLLM_SERVER_DEV_MODE=1"):
+            sync.push(model, 0)
+    with pytest.raises(ConfigError, match="sync_protocol='triton'"):
+        GRPOConfig(sync_protocol="triton")
