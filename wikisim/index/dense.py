@@ -113,8 +113,12 @@ def build_dense(store: PassageStore, out: Path, *, model_path: str | Path | None
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        if kind == "ivf":  # k-means needs every vector before the first is added
-            vectors = np.concatenate(list(_encoded(model, store, progress)))
+        if kind == "ivf":  # k-means needs every vector before the first is added: one array, filled in place
+            vectors = np.empty((n, dim), dtype=np.float32)
+            done = 0
+            for chunk in _encoded(model, store, progress):
+                vectors[done:done + len(chunk)] = chunk
+                done += len(chunk)
             index.train(vectors)  # faiss k-means is seeded (1234): the same vectors give the same lists
             index.add(vectors)
         else:
