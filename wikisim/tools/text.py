@@ -7,6 +7,7 @@ is a word or a single punctuation mark (close to what BPE tokenizers count on En
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import numpy as np
 
@@ -14,6 +15,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SPACE, _WORD, _PUNCT = 0, 1, 2
 
 
+@cache  # bounded by Unicode's size
 def _kind(code: int) -> int:
     """A code point's class as `_TOKEN` sees it: re's `\\w` is `isalnum()` or "_", its `\\s` is `isspace()`."""
     ch = chr(code)
@@ -21,7 +23,6 @@ def _kind(code: int) -> int:
 
 
 _ASCII_KINDS = np.array([_kind(c) for c in range(128)], dtype=np.uint8)
-_KINDS: dict[int, int] = {}  # non-ASCII code points met so far (bounded by Unicode's size)
 
 
 def count_tokens(text: str) -> int:
@@ -35,8 +36,7 @@ def count_tokens(text: str) -> int:
     high = codes > 127
     if high.any():
         unique, where = np.unique(codes[high], return_inverse=True)
-        looked_up = [_KINDS[c] if c in _KINDS else _KINDS.setdefault(c, _kind(c)) for c in unique.tolist()]
-        kinds[high] = np.array(looked_up, dtype=np.uint8)[where]
+        kinds[high] = np.array([_kind(c) for c in unique.tolist()], dtype=np.uint8)[where]
     word = kinds == _WORD
     word_starts = np.count_nonzero(word[1:] & ~word[:-1]) + word[:1].sum()
     return int(word_starts + np.count_nonzero(kinds == _PUNCT))
