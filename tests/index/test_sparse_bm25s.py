@@ -33,3 +33,16 @@ def test_several_queries_rank_as_one_at_a_time(bm25) -> None:
     queries = ["symptoms of autism", "zzxqj", "anarchism political philosophy"]
     assert bm25.ranked(queries, 5) == [bm25.ranked([q], 5)[0] for q in queries]
     assert bm25.ranked(queries, 5)[1] == []
+
+
+def test_best_rows_are_the_top_scores_best_first() -> None:
+    from wikisim.index.sparse_bm25s import best_rows
+
+    rng = np.random.default_rng(0)
+    for size, hits in ((1, 1), (50, 0), (4635, 1600), (20_000, 30)):
+        scores = np.zeros(size, np.float32)
+        scores[rng.choice(size, hits, replace=False)] = rng.integers(1, 20, hits)  # ties on purpose
+        for n in (1, 11, 31, size):
+            rows = best_rows(scores, min(n, size))
+            assert len(set(rows.tolist())) == len(rows) == min(n, size)
+            assert np.array_equal(scores[rows], np.sort(scores)[::-1][: len(rows)])

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
-from bm25s.selection import topk as bm25s_topk
 
 from wikisim.errors import IndexNotBuiltError
 from wikisim.index.passages import Passage, PassageStore
@@ -77,10 +76,24 @@ class BM25sRetriever(RankedRetriever):
         scores = self.scores(ids)
 
         def fetch(n: int) -> Ranked:
-            top, rows = bm25s_topk(scores, k=min(n, self._num_docs), sorted=True)  # bm25s's own selection
+            rows = best_rows(scores, min(n, self._num_docs))
+            top = scores[rows]
             keep = top > 0
             top, rows = top[keep].tolist(), rows[keep].tolist()
             docid = self.passages.docids(rows)
             return [(docid[r], s) for r, s in zip(rows, top, strict=True)]
 
         return cut_at(fetch, depth)
+
+
+def best_rows(scores: np.ndarray, n: int) -> np.ndarray:
+    """Rows of the `n` highest scores, best first (ties in any order: `cut_at` settles them).
+
+    Why not bm25s's `selection.topk`: it partitions at the array's far end, and with most
+    scores exactly 0 (a query's terms occur in few passages) numpy's introselect crawls
+    through the ties: 126 µs on the 4.6k-passage sample, 4.3 ms on 154k passages with 5k
+    hits, against 10 µs and 0.26 ms partitioning the negated scores at the near end.
+    """
+    rows = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+    return rows[np.argsort(-scores[rows], kind="stable")]
+
