@@ -96,4 +96,3 @@ def best_rows(scores: np.ndarray, n: int) -> np.ndarray:
     """
     rows = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
     return rows[np.argsort(-scores[rows], kind="stable")]
-
