@@ -147,7 +147,8 @@ class ModelServer:
             self._policies[key] = TransformersPolicy(self.tokenizer, self.model, name=self.name, sampling=sampling)
         return self._policies[key]
 
-    async def _generate(self, ids: list[int], body: dict[str, Any]) -> tuple[list[int], list[float], str]:
+    async def _generate(self, ids: list[int], body: dict[str, Any]) -> tuple[list[int], list[float], str, str]:
+        """The sampled ids, their log-probs, the completion text (stop string cut) and the finish reason."""
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
         if not set(stops) <= set(STOP_STRINGS):
@@ -160,8 +161,9 @@ class ModelServer:
                    float(body.get("temperature", 1.0)), float(body.get("top_p", 1.0)), Future())
         self._jobs.put(job)
         out_ids, lps = await asyncio.wrap_future(job.done)
-        stopped = len(out_ids) < max_new or out_ids[-1] == self.tokenizer.eos_token_id or self._stop_text(out_ids)[1]
-        return out_ids, lps, "stop" if stopped else "length"
+        text, at_stop = self._stop_text(out_ids)
+        stopped = len(out_ids) < max_new or out_ids[-1] == self.tokenizer.eos_token_id or at_stop
+        return out_ids, lps, text, "stop" if stopped else "length"
 
     def _stop_text(self, ids: list[int]) -> tuple[str, bool]:
         """The completion text with a trailing stop string removed (as vLLM returns it)."""
@@ -184,8 +186,8 @@ class ModelServer:
                 ids = prompt
             else:
                 raise _BadRequest("prompt must be one string or one list of token ids")
-            out, lps, finish = await self._generate(ids, body)
-            choice: dict[str, Any] = {"index": 0, "text": self._stop_text(out)[0], "finish_reason": finish}
+            out, lps, text, finish = await self._generate(ids, body)
+            choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish}
             if body.get("logprobs") is not None:
                 choice["logprobs"] = {"tokens": [self.tokenizer.decode([i]) for i in out], "token_logprobs": lps}
             if body.get("return_token_ids"):
@@ -201,9 +203,9 @@ class ModelServer:
                 raise _BadRequest("messages must be a non-empty list")
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            out, lps, finish = await self._generate(ids, body)
+            out, lps, text, finish = await self._generate(ids, body)
             choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
-                                      "message": {"role": "assistant", "content": self._stop_text(out)[0]}}
+                                      "message": {"role": "assistant", "content": text}}
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": [{"token": self.tokenizer.decode([i]), "logprob": lp}
                                                   for i, lp in zip(out, lps, strict=True)]}
