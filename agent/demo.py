@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from agent.bench import EvalConfig, evaluate
-from agent.report import markdown_table
-from wikisim.build import ensure_sample_index
+from agent.eval.harness import EvalConfig, evaluate
+from agent.eval.report import markdown_table
+from wikisim.index.build import ensure_sample_index
 
 LINEUP: tuple[tuple[str, dict[str, int]], ...] = (
     ("search-answer", {}),

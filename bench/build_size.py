@@ -26,8 +26,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from wikisim.build import build
 from wikisim.corpus import read_pages
+from wikisim.index.build import build
 
 SHARED = Path("/work/shared/data")
 RESULTS = Path(__file__).resolve().parent / "results"

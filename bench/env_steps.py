@@ -18,10 +18,10 @@ from pathlib import Path
 from gymnasium.vector import AsyncVectorEnv
 from tqdm import tqdm
 
-from wikisim.build import ensure_sample_index
-from wikisim.env import WikiSimEnv
+from wikisim.env.core import WikiSimEnv
+from wikisim.env.tasks import load_tasks
 from wikisim.index import open_index
-from wikisim.tasks import load_tasks
+from wikisim.index.build import ensure_sample_index
 from wikisim.tools.registry import python_available
 
 RESULTS = Path(__file__).parent / "results"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from wikisim.tools.cache import ToolCache
-from wikisim.tools.executor import Executor
-from wikisim.tools.wiki_backend import WikiBackend, WikiExecutor
+from wikisim.backends.cache import ToolCache
+from wikisim.backends.executor import Executor
+from wikisim.backends.wiki import WikiBackend, WikiExecutor
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="hot passes over the queries")
     args = parser.parse_args()
     if args.index is None:
-        from wikisim.build import ensure_sample_index
+        from wikisim.index.build import ensure_sample_index
 
         args.index = ensure_sample_index()
     backend = WikiBackend(args.index, retriever="bm25s")

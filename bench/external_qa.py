@@ -15,9 +15,9 @@ import json
 import time
 from pathlib import Path
 
-from agent.bench import EvalConfig, evaluate
-from agent.report import markdown_table
-from wikisim.build import build
+from agent.eval.harness import EvalConfig, evaluate
+from agent.eval.report import markdown_table
+from wikisim.index.build import build
 from wikisim.index.manifest import MANIFEST
 from wikisim.paths import QA_DIR, cache_dir
 

@@ -1,7 +1,7 @@
 """Share of a GRPO step spent outside generation and the forward/backward/optimizer update.
 
 Overhead = question selection, advantages, masking and padding, metric reductions, logging
-and the curriculum update: everything `agent.grpo.train_grpo` does around the sampler and
+and the curriculum update: everything `agent.train.grpo.train_grpo` does around the sampler and
 `grpo_update`'s training block. Target: under 10% of the step. Runs the tiny model on the
 generated last-digit task set (bench/learn.py) in WikiSim-v0; the first step (warm-up) and
 the last (final checkpoint) are left out.
@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from learn import SHORT_PROMPT, make_tasks  # noqa: E402
 
-from agent.grpo import train_grpo  # noqa: E402
-from agent.models import tiny_model  # noqa: E402
-from agent.train_config import GRPOConfig  # noqa: E402
-from agent.train_env import EnvRunner  # noqa: E402
-from agent.train_loop import read_metrics  # noqa: E402
+from agent.rollout.models import tiny_model  # noqa: E402
+from agent.train.config import GRPOConfig  # noqa: E402
+from agent.train.episodes import EnvRunner  # noqa: E402
+from agent.train.grpo import train_grpo  # noqa: E402
+from agent.train.loop import read_metrics  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -43,7 +43,7 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--curriculum", action="store_true", help="include the curriculum update in the step")
     args = p.parse_args()
-    from wikisim.build import ensure_sample_index
+    from wikisim.index.build import ensure_sample_index
 
     tasks, train, _ = make_tasks(400, 0)
     n = args.questions_per_step * args.group_size

@@ -2,10 +2,10 @@
 
 Task set (generated, deterministic): "What is the last digit of N?" for random N, answered
 directly with <answer>d</answer>; EM reward from the env. A tiny from-config Qwen2
-(`agent.models.tiny_model`, ~100k parameters, untrained) must learn the answer format and
+(`agent.rollout.models.tiny_model`, ~100k parameters, untrained) must learn the answer format and
 the rule from its own trajectories. Held-out questions use numbers never trained on.
 
-Pipeline per seed, all through `agent.rollout` over WikiSim-v0 (bundled sample index):
+Pipeline per seed, all through `agent.rollout.episodes` over WikiSim-v0 (bundled sample index):
   1. untrained policy on the held-out set;
   2. rejection sampling: a noisy teacher (right with probability 0.5) plays each SFT question
      K times; only correct, well-formed, distinct trajectories are kept;
@@ -46,14 +46,14 @@ os.environ.setdefault("OPENAI_API_KEY", "unused")
 import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from agent.grpo import pass_at_k, train_grpo  # noqa: E402
-from agent.models import load_local, tiny_model  # noqa: E402
-from agent.react import ChatFormat, Generation, TurnRequest, format_answer  # noqa: E402
-from agent.sft import rejection_sample, train_sft  # noqa: E402
-from agent.train_config import GRPOConfig, SFTConfig  # noqa: E402
-from agent.train_env import EnvRunner  # noqa: E402
-from agent.train_loop import read_metrics  # noqa: E402
-from wikisim.tasks import Task, TaskSet  # noqa: E402
+from agent.rollout.models import load_local, tiny_model  # noqa: E402
+from agent.rollout.react import ChatFormat, Generation, TurnRequest, format_answer  # noqa: E402
+from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from agent.train.episodes import EnvRunner  # noqa: E402
+from agent.train.grpo import pass_at_k, train_grpo  # noqa: E402
+from agent.train.loop import read_metrics  # noqa: E402
+from agent.train.sft import rejection_sample, train_sft  # noqa: E402
+from wikisim.env.tasks import Task, TaskSet  # noqa: E402
 
 SHORT_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -204,7 +204,7 @@ def main() -> None:
     p.add_argument("--k", type=int, default=4)
     args = p.parse_args()
     torch.set_num_threads(1)  # a shared 2-core machine: more threads only contend
-    from wikisim.build import ensure_sample_index
+    from wikisim.index.build import ensure_sample_index
 
     t0 = time.perf_counter()
     tasks, train, dev = make_tasks(args.train, args.dev)

@@ -15,8 +15,8 @@ import json
 import time
 from pathlib import Path
 
-from wikisim.build import build
 from wikisim.index import open_index
+from wikisim.index.build import build
 from wikisim.index.hybrid import FUSION_DEPTH, FusionParams, fuse
 from wikisim.index.ranked import Ranked
 from wikisim.paths import QA_DIR, cache_dir

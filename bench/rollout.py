@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import Budget
-from agent.rollout import jobs_for, make_envs, rollout
-from wikisim.build import ensure_sample_index
-from wikisim.tasks import load_tasks
+from agent.rollout.episodes import jobs_for, make_envs, rollout
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import Budget
+from wikisim.env.tasks import load_tasks
+from wikisim.index.build import ensure_sample_index
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

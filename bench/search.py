@@ -24,8 +24,8 @@ import Stemmer
 import torch
 from tqdm import tqdm
 
-from wikisim.build import ensure_sample_index
 from wikisim.index import open_index
+from wikisim.index.build import ensure_sample_index
 from wikisim.index.hybrid import fuse
 from wikisim.paths import QA_DIR
 

@@ -121,7 +121,7 @@ def client_process(url: str, jobs: list[list[str]], go, out) -> None:
 
 
 def run_level(url: str, clients: int, queries: list[str], n: int, expected: dict[str, str]) -> dict:
-    from wikisim.tools.cache import decode
+    from wikisim.backends.cache import decode
 
     ctx = mp.get_context("spawn")
     jobs = [[queries[i % len(queries)] for i in range(c, n, clients)] for c in range(clients)]
@@ -147,10 +147,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--workers", type=int, default=1, help="wikisim serve --workers")
     args = parser.parse_args()
-    from wikisim.tools.wiki_backend import WikiBackend
+    from wikisim.backends.wiki import WikiBackend
 
     if args.index is None:
-        from wikisim.build import ensure_sample_index
+        from wikisim.index.build import ensure_sample_index
 
         args.index = ensure_sample_index()
     load_start = os.getloadavg()[0]

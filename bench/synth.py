@@ -177,11 +177,11 @@ def _plot_scaling(scaling: dict[str, dict[str, Any]]) -> None:
 
 
 def _solvability(seed: int) -> dict[str, Any]:
-    from wikisim.build import ensure_sample_index
+    from wikisim.backends.wiki import WikiBackend
     from wikisim.index import open_index
+    from wikisim.index.build import ensure_sample_index
     from wikisim.synth.solvability import solve_rates
     from wikisim.synth.source import graph_from_store
-    from wikisim.tools.wiki_backend import WikiBackend
 
     index = open_index(ensure_sample_index())
     kg = graph_from_store(index.store).kg

@@ -31,6 +31,6 @@ def sample_index(_isolated_cache: None) -> Path:
     Built where `ensure_sample_index` looks, so code under test that falls back to the
     bundled index (gym.make with no arguments, the demo) reuses it instead of building again.
     """
-    from wikisim.build import ensure_sample_index
+    from wikisim.index.build import ensure_sample_index
 
     return ensure_sample_index(dense=True)

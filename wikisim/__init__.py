@@ -19,7 +19,7 @@ def register_envs() -> None:
     from gymnasium.envs.registration import register, registry
 
     if ENV_ID not in registry:
-        register(id=ENV_ID, entry_point="wikisim.env:WikiSimEnv")
+        register(id=ENV_ID, entry_point="wikisim.env.core:WikiSimEnv")
 
 
 register_envs()

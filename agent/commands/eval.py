@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from agent.bench import EvalConfig, evaluate
-from agent.report import markdown_table
+from agent.eval.harness import EvalConfig, evaluate
+from agent.eval.report import markdown_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

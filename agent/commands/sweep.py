@@ -6,7 +6,7 @@
     base: {tasks: data/tasks/sample.jsonl, max_turns: 4}
     grid: {policy: [search-answer, oracle], max_turns: [2, 4]}
 
-Every key of `base` and `grid` is an `agent.bench.EvalConfig` field. A cell whose
+Every key of `base` and `grid` is an `agent.eval.harness.EvalConfig` field. A cell whose
 summary.json exists is skipped, so an interrupted sweep picks up where it stopped. The
 cells of one setting are aggregated over seeds into a mean and a 95% interval.
 """
@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from agent.bench import EvalConfig, evaluate
-from agent.metrics import mean_ci
+from agent.eval.harness import EvalConfig, evaluate
+from agent.eval.metrics import mean_ci
 from wikisim.errors import ConfigError
 
 METRICS = ("em", "f1", "turns", "generated_tokens")

@@ -4,7 +4,7 @@ Run under `accelerate launch -m wikisim.cli train ...` for several processes (CP
 DDP, FSDP or DeepSpeed through an Accelerate config); a second call with the same
 `--output-dir` continues from the newest checkpoint. `train grpo --generation-server URL`
 samples rollouts from an OpenAI-compatible server that reloads the weights after every
-update (`python -m agent.model_server`, or SGLang; see `agent.weight_sync`).
+update (`python -m agent.rollout.model_server`, or SGLang; see `agent.train.weight_sync`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from agent.train_config import GRPOConfig, SFTConfig, add_config_arguments, config_from_args
+from agent.train.config import GRPOConfig, SFTConfig, add_config_arguments, config_from_args
 
 SHORT_SYSTEM_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _runner(cfg, tasks, system_prompt: str | None, slots: int):
     """Envs for `slots` concurrent episodes (one batched policy call per turn across them)."""
-    from agent.train_env import EnvRunner
+    from agent.train.episodes import EnvRunner
 
     prompt = SHORT_SYSTEM_PROMPT if system_prompt == "short" else system_prompt
     return EnvRunner(tasks, index=cfg.index or None, retriever=cfg.retriever, max_turns=cfg.max_turns,
@@ -37,7 +37,7 @@ def _runner(cfg, tasks, system_prompt: str | None, slots: int):
 
 
 def run(args: argparse.Namespace) -> int:
-    from wikisim.tasks import TaskSet, load_tasks
+    from wikisim.env.tasks import TaskSet, load_tasks
 
     if args.stage == "sft":
         cfg = config_from_args(SFTConfig, args)
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     train = load_tasks(cfg.tasks or None)
     dev = load_tasks(cfg.dev_tasks) if cfg.dev_tasks else None
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
-    from agent.grpo import train_grpo
-    from agent.train_env import task_tags
-    from agent.train_loop import load_model
+    from agent.train.episodes import task_tags
+    from agent.train.grpo import train_grpo
+    from agent.train.loop import load_model
 
     tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
     runner = _runner(cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size))
@@ -61,16 +61,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
-    from agent.react import ChatFormat
-    from agent.sft import rejection_sample, train_sft
-    from agent.train_loop import load_model
-    from agent.trajectory import read_trajectories, write_trajectories
+    from agent.rollout.react import ChatFormat
+    from agent.rollout.trajectory import read_trajectories, write_trajectories
+    from agent.train.loop import load_model
+    from agent.train.sft import rejection_sample, train_sft
 
     if cfg.trajectories:
         kept = list(read_trajectories(cfg.trajectories))
     else:
-        from agent.policies import SCRIPTED, make_policy
-        from agent.policies.scripted import OraclePolicy, SearchAnswerPolicy
+        from agent.rollout.policies import SCRIPTED, make_policy
+        from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy
 
         tokenizer, _ = load_model(cfg)
         chat = ChatFormat(tokenizer)

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from agent.grpo import train_grpo
-from agent.model_server import weights_sha256
-from agent.models import tiny_model
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import ChatFormat
-from agent.train_config import GRPOConfig
-from agent.trajectory import Trajectory, Turn
+from agent.rollout.model_server import weights_sha256
+from agent.rollout.models import tiny_model
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import ChatFormat
+from agent.rollout.trajectory import Trajectory, Turn
+from agent.train.config import GRPOConfig
+from agent.train.grpo import train_grpo
 
 QUESTIONS = [f"q{i}" for i in range(8)]
 

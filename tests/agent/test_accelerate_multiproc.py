@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from test_sft import make_traj
 
-from agent.models import tiny_model
-from agent.train_loop import read_metrics
-from agent.trajectory import write_trajectories
+from agent.rollout.models import tiny_model
+from agent.rollout.trajectory import write_trajectories
+from agent.train.loop import read_metrics
 
 
 def _free_port() -> int:

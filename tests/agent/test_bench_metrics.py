@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from agent.metrics import (
+from agent.eval.metrics import (
     accuracy_by_turn_budget,
     breakdowns,
     mean_ci,
@@ -16,7 +16,7 @@ from agent.metrics import (
     summarize,
     tool_calls,
 )
-from agent.trajectory import Trajectory, Turn
+from agent.rollout.trajectory import Trajectory, Turn
 from wikisim.errors import ConfigError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.curriculum import Curriculum, CurriculumConfig
+from agent.train.curriculum import Curriculum, CurriculumConfig
 from wikisim.errors import ConfigError
 
 IDS = [f"q{i}" for i in range(6)]

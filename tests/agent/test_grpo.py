@@ -6,11 +6,11 @@ import pytest
 import torch
 from test_sft import make_traj
 
-from agent.grpo import advantages_for, grpo_update, pass_at_k, rollout_stats
-from agent.losses import conservative_include, policy_gradient_loss, token_logprobs
-from agent.models import tiny_model
-from agent.train_config import GRPOConfig
-from agent.train_loop import collate, make_accelerator, make_optimizer
+from agent.rollout.models import tiny_model
+from agent.train.config import GRPOConfig
+from agent.train.grpo import advantages_for, grpo_update, pass_at_k, rollout_stats
+from agent.train.loop import collate, make_accelerator, make_optimizer
+from agent.train.losses import conservative_include, policy_gradient_loss, token_logprobs
 
 
 @pytest.fixture(scope="module")

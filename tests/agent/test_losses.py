@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from agent.losses import (
+from agent.train.losses import (
     apply_format_penalty,
     conservative_include,
     leave_one_out_advantages,

@@ -6,17 +6,17 @@ import httpx
 import pytest
 
 from agent.commands.train import SHORT_SYSTEM_PROMPT
-from agent.grpo import train_grpo
-from agent.model_server import ModelServer, RunningServer, weights_sha256
-from agent.models import load_local, tiny_model
-from agent.policies.openai_policy import OpenAIConfig, OpenAIPolicy
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import ChatFormat, TurnRequest
-from agent.train_config import GRPOConfig
-from agent.train_env import EnvRunner
-from agent.weight_sync import WeightSync, server_root
+from agent.rollout.model_server import ModelServer, RunningServer, weights_sha256
+from agent.rollout.models import load_local, tiny_model
+from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import ChatFormat, TurnRequest
+from agent.train.config import GRPOConfig
+from agent.train.episodes import EnvRunner
+from agent.train.grpo import train_grpo
+from agent.train.weight_sync import WeightSync, server_root
+from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import BackendError, ConfigError
-from wikisim.tasks import Task, TaskSet
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agent.models import load_smollm2, smollm2_dir, tiny_model
-from agent.react import ChatFormat
+from agent.rollout.models import load_smollm2, smollm2_dir, tiny_model
+from agent.rollout.react import ChatFormat
 
 
 def test_tiny_model_is_deterministic_per_seed() -> None:

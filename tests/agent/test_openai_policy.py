@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agent.policies.openai_policy import OpenAIConfig, OpenAIPolicy, restore_stop
-from agent.react import TurnRequest, extract_answer, tool_names
+from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy, restore_stop
+from agent.rollout.react import TurnRequest, extract_answer, tool_names
 from wikisim.errors import BackendError, ConfigError
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agent.models import tiny_model
-from agent.policies import make_policy
-from agent.policies.scripted import OraclePolicy, SearchAnswerPolicy, best_span
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import Budget, Episode, TurnRequest, extract_answer, tool_names
+from agent.rollout.models import tiny_model
+from agent.rollout.policies import make_policy
+from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy, best_span
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import Budget, Episode, TurnRequest, extract_answer, tool_names
 from wikisim.errors import ConfigError
 
 

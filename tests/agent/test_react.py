@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.models import tiny_model
-from agent.policies.scripted import SearchAnswerPolicy
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import (
+from agent.rollout.models import tiny_model
+from agent.rollout.policies.scripted import SearchAnswerPolicy
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import (
     Budget,
     ChatFormat,
     Episode,
@@ -18,7 +18,7 @@ from agent.react import (
     format_tool_call,
     tool_names,
 )
-from agent.trajectory import read_trajectories, write_trajectories
+from agent.rollout.trajectory import read_trajectories, write_trajectories
 from wikisim.errors import ConfigError
 
 SHORT = Budget(max_new_tokens=24)

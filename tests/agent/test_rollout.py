@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.models import tiny_model
-from agent.policies import OraclePolicy, SearchAnswerPolicy
-from agent.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.react import Budget, ChatFormat
-from agent.rollout import jobs_for, make_envs, rollout
-from agent.trajectory import read_trajectories, write_trajectories
-from wikisim.tasks import load_tasks
+from agent.rollout.episodes import jobs_for, make_envs, rollout
+from agent.rollout.models import tiny_model
+from agent.rollout.policies import OraclePolicy, SearchAnswerPolicy
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import Budget, ChatFormat
+from agent.rollout.trajectory import read_trajectories, write_trajectories
+from wikisim.env.tasks import load_tasks
 
 TASKS = load_tasks()
 IDS = TASKS.ids()[:8]

@@ -7,12 +7,12 @@ import json
 import pytest
 import torch
 
-from agent.losses import masked_nll, token_logprobs
-from agent.models import tiny_model
-from agent.sft import rejection_sample, train_sft, well_formed_correct
-from agent.train_config import SFTConfig
-from agent.train_loop import collate, read_metrics
-from agent.trajectory import Trajectory, Turn
+from agent.rollout.models import tiny_model
+from agent.rollout.trajectory import Trajectory, Turn
+from agent.train.config import SFTConfig
+from agent.train.loop import collate, read_metrics
+from agent.train.losses import masked_nll, token_logprobs
+from agent.train.sft import rejection_sample, train_sft, well_formed_correct
 
 
 def make_traj(tok, qid: str, answer: str, *, reward: float = 1.0, truncated: bool = False, seed: int = 0) -> Trajectory:
@@ -116,7 +116,7 @@ def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data, si
 
 
 def test_lora_trains_adapters_and_saves_a_merged_model(tmp_path, data):
-    from agent.models import load_local
+    from agent.rollout.models import load_local
 
     res = train_sft(cfg(tmp_path, lora_rank=4, epochs=2), data)
     assert res.losses[-1] < res.losses[0]

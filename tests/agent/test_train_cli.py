@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.train_config import GRPOConfig, SFTConfig, add_config_arguments, load_config
-from agent.train_loop import read_metrics
+from agent.train.config import GRPOConfig, SFTConfig, add_config_arguments, load_config
+from agent.train.loop import read_metrics
 from wikisim.cli import main
 from wikisim.errors import ConfigError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from wikisim.build import build
 from wikisim.index import open_index
+from wikisim.index.build import build
 from wikisim.paths import QA_DIR
 
 

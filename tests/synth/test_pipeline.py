@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from wikisim.backends.wiki import WikiBackend
 from wikisim.commands import synth as synth_command
+from wikisim.env.tasks import read_jsonl
 from wikisim.index import open_index
 from wikisim.synth.expand import ExpandConfig, expand
 from wikisim.synth.pipeline import SynthConfig, generate
@@ -18,8 +20,6 @@ from wikisim.synth.solvability import solve_rates
 from wikisim.synth.source import graph_from_store
 from wikisim.synth.uncertainty import UNCERTAINTY_KINDS
 from wikisim.synth.verify import Reverifier
-from wikisim.tasks import read_jsonl
-from wikisim.tools.wiki_backend import WikiBackend
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from wikisim.backends.wiki import WikiBackend
 from wikisim.index import open_index
 from wikisim.tools.scholar import ScholarTool
-from wikisim.tools.wiki_backend import WikiBackend
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from wikisim.backends.base import Backend
+from wikisim.backends.factory import make_backend
+from wikisim.backends.wiki import WikiBackend
 from wikisim.errors import ConfigError
-from wikisim.tools.backends import make_backend
-from wikisim.tools.base import Backend
 from wikisim.tools.search import QUERY_SEPARATOR, SearchTool
-from wikisim.tools.wiki_backend import WikiBackend
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import random
 import re
 
-from wikisim.tools.text import count_tokens, cut_to_tokens
+from wikisim.text import count_tokens, cut_to_tokens
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from fakes.replies import send_json
 
-from wikisim.tools.extract import LLMExtractor
-from wikisim.tools.llm import ChatClient, ChatConfig
-from wikisim.tools.text import count_tokens
+from wikisim.backends.extract import LLMExtractor
+from wikisim.backends.llm import ChatClient, ChatConfig
+from wikisim.backends.wiki import WikiBackend
+from wikisim.text import count_tokens
 from wikisim.tools.visit import VisitTool
-from wikisim.tools.wiki_backend import WikiBackend
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from wikisim.build import build
+    from wikisim.index.build import build
 
     report = build(args.inputs, args.out, workers=args.workers, dense=args.dense, lucene=args.lucene,
                    passage_words=args.passage_words, model_path=args.model_path,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from wikisim.replay import replay
+from wikisim.env.replay import replay
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="trajectory file (JSONL written by wikisim.replay.RecordEpisodes)")
+    parser.add_argument("file", help="trajectory file (JSONL written by wikisim.env.replay.RecordEpisodes)")
     parser.add_argument("--index", help="index directory to replay against (default: the recorded one)")
     parser.add_argument("--tasks", help="task file (default: the recorded one)")
 

@@ -20,7 +20,7 @@ from wikisim.errors import ConfigError
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
 
 if TYPE_CHECKING:
-    from wikisim.tools.wiki_backend import WikiBackend
+    from wikisim.backends.wiki import WikiBackend
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +64,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backen
     """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
     import uvicorn
 
-    from wikisim.server import create_app
+    from wikisim.integrations.server import create_app
 
     if backend is None:
         backend = _load(args)
@@ -115,7 +115,7 @@ def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: objec
 
 def _load(args: argparse.Namespace) -> WikiBackend:
     """The index's backend, its lazy parts loaded now, not on the first client's clock."""
-    from wikisim.tools.wiki_backend import WikiBackend  # lazy: the CLI starts fast
+    from wikisim.backends.wiki import WikiBackend  # lazy: the CLI starts fast
 
     backend = WikiBackend(args.index, retriever=args.backend)
     backend.search(["warm up"], 1)
@@ -123,7 +123,7 @@ def _load(args: argparse.Namespace) -> WikiBackend:
 
 
 def run(args: argparse.Namespace) -> int:
-    from wikisim.server import ServerLimits
+    from wikisim.integrations.server import ServerLimits
 
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")

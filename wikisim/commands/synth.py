@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     index = open_index(args.index)
     backend = None
     if args.expand_seeds > 0:
-        from wikisim.tools.wiki_backend import WikiBackend
+        from wikisim.backends.wiki import WikiBackend
 
         backend = WikiBackend(index)
     built = graph_from_store(index.store, backend=backend, seeds=args.expand_seeds, seed=args.seed,

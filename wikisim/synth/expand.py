@@ -12,10 +12,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from wikisim.backends.base import Backend
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
 from wikisim.synth.densify import _TOKEN
-from wikisim.tools.base import Backend
 
 
 @dataclass(frozen=True)

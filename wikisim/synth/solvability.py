@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from wikisim.backends.base import Backend
 from wikisim.corpus.page import normalize_title, url_to_title
 from wikisim.synth.names import display_name
-from wikisim.tools.base import Backend
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from wikisim.backends.base import Backend
 from wikisim.synth.densify import DensifyConfig, DensifyReport, densify
 from wikisim.synth.expand import ExpandConfig, Expansion, expand
 from wikisim.synth.graph import KnowledgeGraph, build_graph
-from wikisim.tools.base import Backend
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wikisim.backends.base import Backend
 from wikisim.errors import ConfigError
 from wikisim.tools.answer import AnswerTool
-from wikisim.tools.base import Backend, Tool
+from wikisim.tools.base import Tool
 from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wikisim.tools.base import Backend, ScholarHit
+from wikisim.backends.base import Backend, ScholarHit
 from wikisim.tools.search import QueryTool
 
 MAX_CITED_BY = 5

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from wikisim.backends.base import Backend
 from wikisim.errors import WikisimError
 from wikisim.index.base import Hit
 from wikisim.tools.action import check_arguments
-from wikisim.tools.base import Backend
 
 #: Queries joined in one observation are separated as the released tools separate them.
 QUERY_SEPARATOR = "\n=======\n"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from wikisim.backends.base import Backend, PageView
 from wikisim.errors import WikisimError
 from wikisim.tools.action import check_arguments
-from wikisim.tools.base import Backend, PageView
 from wikisim.tools.search import QUERY_SEPARATOR, as_list
 
 MAX_URLS = 5

@@ -1,0 +1,1 @@
+"""The benchmark harness: policies x task sets x seeds -> metrics, reports and plots."""

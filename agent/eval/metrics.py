@@ -1,0 +1,138 @@
+"""Numbers a paper reports from trajectories: accuracy, pass@k, tool use, tokens, breakdowns.
+
+Pure functions over trajectories and task records, so the harness, the sweep and the
+notebook compute them the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent.rollout.trajectory import Trajectory
+from wikisim.errors import ConfigError
+
+BREAKDOWN_FIELDS = ("source", "hops", "uncertainty", "type", "level")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): P(at least one of k draws from n samples, c correct, is correct).
+
+    1 - C(n-c, k) / C(n, k), computed as a product so large n does not overflow.
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ConfigError(f"pass_at_k(n={n}, c={c}, k={k}) needs 0 <= c <= n and 1 <= k <= n")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """(mean, half-width of the Student-t confidence interval); half-width 0 for one value."""
+    if not values:
+        raise ConfigError("mean_ci of no values; run at least one episode")
+    n = len(values)
+    mean = sum(values) / n
+    if n == 1:
+        return mean, 0.0
+    from scipy.stats import t
+
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, float(t.ppf(0.5 + confidence / 2, n - 1) * math.sqrt(var / n))
+
+
+def success(traj: Trajectory, metric: str = "em") -> float:
+    """The per-episode score used for accuracy and pass@k (judge when it was asked for)."""
+    return float(traj.metrics.get(metric, 0.0))
+
+
+def accuracy_by_turn_budget(trajs: Sequence[Trajectory], budgets: Sequence[int], metric: str = "em") -> dict[int, float]:
+    """Accuracy had the episodes been cut after `b` turns: correct answers given within b turns."""
+    return {b: sum(success(t, metric) for t in trajs if len(t.turns) <= b) / max(len(trajs), 1) for b in budgets}
+
+
+def _by_task(trajs: Sequence[Trajectory], metric: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        out[t.task_id].append(success(t, metric))
+    return out
+
+
+def pass_at_ks(trajs: Sequence[Trajectory], metric: str = "em") -> dict[int, float]:
+    """Mean unbiased pass@k over tasks for k = 1..(fewest samples of any task)."""
+    by_task = _by_task(trajs, metric)
+    if not by_task:
+        return {}
+    n_min = min(len(v) for v in by_task.values())
+    return {
+        k: sum(pass_at_k(len(v), sum(s >= 1.0 for s in v), k) for v in by_task.values()) / len(by_task)
+        for k in range(1, n_min + 1)
+    }
+
+
+def pass1_over_seeds(trajs: Sequence[Trajectory], metric: str = "em") -> tuple[float, float]:
+    """pass@1 per seed, then its mean and 95% half-width across seeds."""
+    per_seed: dict[int, list[float]] = defaultdict(list)
+    for t in trajs:
+        per_seed[t.seed].append(success(t, metric))
+    return mean_ci([sum(v) / len(v) for _, v in sorted(per_seed.items())])
+
+
+def tool_calls(trajs: Sequence[Trajectory]) -> dict[str, float]:
+    """Mean calls per episode, by tool name (sorted by name)."""
+    counts = Counter(name for t in trajs for turn in t.turns for name in turn.tool_calls)
+    return {name: counts[name] / max(len(trajs), 1) for name in sorted(counts)}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]:
+    """Headline numbers of one policy on one task set (all seeds pooled)."""
+    if not trajs:
+        raise ConfigError("no trajectories to summarise; check the task file and --seeds")
+    p1, p1_ci = pass1_over_seeds(trajs, metric)
+    return {
+        "episodes": len(trajs),
+        "tasks": len({t.task_id for t in trajs}),
+        "seeds": len({t.seed for t in trajs}),
+        "em": _mean([t.metrics.get("em", 0.0) for t in trajs]),
+        "f1": _mean([t.metrics.get("f1", 0.0) for t in trajs]),
+        **({"judge": _mean([t.metrics["judge"] for t in trajs])} if all("judge" in t.metrics for t in trajs) else {}),
+        "reward": _mean([t.reward for t in trajs]),
+        "pass@1": p1,
+        "pass@1_ci95": p1_ci,
+        "pass@k": {str(k): v for k, v in pass_at_ks(trajs, metric).items()},
+        "answered": _mean([float(t.answer is not None) for t in trajs]),
+        "truncated": _mean([float(t.truncated) for t in trajs]),
+        "turns": _mean([len(t.turns) for t in trajs]),
+        "tool_calls": tool_calls(trajs),
+        "prompt_tokens": _mean([len(t.prompt_ids) for t in trajs]),
+        "generated_tokens": _mean([sum(len(x.ids) for x in t.turns) for t in trajs]),
+        "observation_tokens": _mean([sum(len(x.observation_ids) for x in t.turns) for t in trajs]),
+        "env_s": _mean([t.timings.get("env_s", 0.0) for t in trajs]),
+        "policy_s": _mean([t.timings.get("policy_s", 0.0) for t in trajs]),
+    }
+
+
+def breakdowns(
+    trajs: Sequence[Trajectory], tasks: Mapping[str, Mapping[str, Any]], fields: Sequence[str] = BREAKDOWN_FIELDS
+) -> dict[str, dict[str, dict[str, float]]]:
+    """EM/F1/count per value of each task field that the tasks carry (e.g. source, hops)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in fields:
+        groups: dict[str, list[Trajectory]] = defaultdict(list)
+        for t in trajs:
+            value = tasks.get(t.task_id, {}).get(name)
+            if value is not None:
+                groups[str(value)].append(t)
+        if groups:
+            out[name] = {
+                v: {"episodes": len(g), "em": _mean([t.metrics.get("em", 0.0) for t in g]),
+                    "f1": _mean([t.metrics.get("f1", 0.0) for t in g])}
+                for v, g in sorted(groups.items())
+            }
+    return out

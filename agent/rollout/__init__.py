@@ -1,0 +1,1 @@
+"""Episodes: policies, the ReAct bookkeeping of a turn, batched rollouts over envs, trajectories."""

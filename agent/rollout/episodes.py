@@ -1,0 +1,140 @@
+"""Many episodes at once: a pool of envs, one batched policy call per step across all of them.
+
+Jobs (task id, seed) are dealt to env slots in order; at every step each live episode
+contributes one request to a single `policy.act` call, then every env steps. Results come
+back in job order, so the output depends only on the jobs, the policy and the slot count.
+The returned trajectories carry ids, masks, logprobs, rewards, tool timings, the manifest
+hash and the seed, and are written with `agent.rollout.trajectory.write_trajectories`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agent.rollout.policies.base import Policy
+from agent.rollout.react import Budget, Episode
+from agent.rollout.trajectory import Trajectory
+from wikisim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Job:
+    task_id: str
+    seed: int
+
+
+def jobs_for(task_ids: Sequence[str], seeds: Sequence[int]) -> list[Job]:
+    """Every task under every seed, seeds innermost (a task's samples are contiguous)."""
+    return [Job(t, s) for t in task_ids for s in seeds]
+
+
+def make_envs(n: int, **env_kwargs: Any) -> list[gym.Env]:
+    """`n` WikiSim-v0 envs sharing one backend (the index is opened once)."""
+    if n < 1:
+        raise ConfigError(f"need at least one env, got n={n}")
+    first = gym.make("WikiSim-v0", disable_env_checker=True, **env_kwargs)
+    shared = {**env_kwargs, "backend": first.unwrapped.backend}
+    return [first] + [gym.make("WikiSim-v0", disable_env_checker=True, **shared) for _ in range(n - 1)]
+
+
+@dataclass
+class _Slot:
+    index: int
+    job: Job
+    episode: Episode
+    manifest_hash: str
+    timings: dict[str, float] = field(default_factory=lambda: {"env_s": 0.0, "policy_s": 0.0})
+
+
+def rollout(
+    envs: Sequence[gym.Env],
+    policy: Policy,
+    jobs: Sequence[Job],
+    *,
+    budget: Budget | None = None,
+    on_done: Callable[[Trajectory], None] | None = None,
+) -> list[Trajectory]:
+    """Run every job to the end; returns trajectories in job order.
+
+    Args:
+        envs: the slots (at most this many episodes are live at once).
+        budget: agent-side limits (the env's own `max_turns` also applies).
+        on_done: called with each trajectory as it finishes (progress bars, streaming writes).
+    """
+    if not envs:
+        raise ConfigError("rollout needs at least one env")
+    budget = budget or Budget()
+    queue = deque(enumerate(jobs))
+    slots: list[_Slot | None] = [None] * len(envs)
+    results: list[Trajectory | None] = [None] * len(jobs)
+
+    def close(i: int, reward: float, info: Mapping[str, Any]) -> None:
+        slot = slots[i]
+        assert slot is not None
+        traj = _trajectory(slot, policy.name, reward, info, envs[i])
+        results[slot.index] = traj
+        slots[i] = None
+        if on_done is not None:
+            on_done(traj)
+
+    while queue or any(slots):
+        for i, env in enumerate(envs):
+            while slots[i] is None and queue:
+                slots[i] = _start(env, *queue.popleft(), policy, budget)
+                if slots[i].episode.done:  # the prompt alone is over budget
+                    close(i, 0.0, {})
+        live = [i for i, s in enumerate(slots) if s is not None]
+        if not live:
+            continue
+        t0 = time.perf_counter()
+        generations = policy.act([slots[i].episode.request() for i in live])
+        share = (time.perf_counter() - t0) / len(live)
+        for i, gen in zip(live, generations, strict=True):
+            slot = slots[i]
+            slot.timings["policy_s"] += share
+            action = slot.episode.add_generation(gen)
+            t0 = time.perf_counter()
+            obs, reward, terminated, truncated, info = envs[i].step(action)
+            slot.timings["env_s"] += time.perf_counter() - t0
+            for tool, seconds in info.get("latency_s", {}).items():
+                slot.timings[f"tool:{tool}_s"] = slot.timings.get(f"tool:{tool}_s", 0.0) + seconds
+            if terminated or truncated:
+                slot.episode.finish(terminated=terminated, truncated=truncated)
+                close(i, reward, info)
+            else:
+                slot.episode.add_observation(obs)
+                if slot.episode.done:
+                    close(i, 0.0, info)
+    return [t for t in results if t is not None]
+
+
+def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -> _Slot:
+    question, info = env.reset(seed=job.seed, options={"task_id": job.task_id})
+    base = env.unwrapped
+    task = base.task.to_dict() if getattr(base, "task", None) is not None else {}
+    episode = Episode(
+        task_id=info["task_id"], question=question, system_prompt=info["system_prompt"], tools=info["tools"],
+        seed=job.seed, budget=budget, chat=policy.chat, task=task,
+    )
+    return _Slot(index, job, episode, info["manifest_hash"])
+
+
+def _trajectory(slot: _Slot, policy: str, reward: float, info: Mapping[str, Any], env: gym.Env) -> Trajectory:
+    answered = "answer" in info
+    metrics = {"em": float(info.get("em", 0.0)), "f1": float(info.get("f1", 0.0))}
+    if answered and getattr(env.unwrapped, "reward_kind", "") == "judge":
+        metrics["judge"] = float(reward)
+    return slot.episode.trajectory(
+        policy=policy,
+        reward=reward,
+        manifest_hash=slot.manifest_hash,
+        answer=info["answer"] if answered else None,
+        metrics=metrics,
+        timings=slot.timings,
+    )

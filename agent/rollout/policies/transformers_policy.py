@@ -1,0 +1,197 @@
+"""A local causal LM as a policy: batched sampling with a KV cache, exact ids and logprobs.
+
+The decoding loop is written out (rather than `model.generate`) so that each row samples from
+its own seeded generator (a row's tokens do not depend on which rows share its batch), stops
+at `</tool_call>`, `</answer>` or end-of-turn on its own, and reports the log-probability of
+every sampled id under the sampling temperature (greedy: under the raw logits).
+
+Most of a turn's cost on CPU is avoidable work, so none is done twice: the system prompt's
+keys and values are computed once per run, an episode's next turn prefills only the tool
+response (`agent.rollout.policies.kv`), only the last position's logits are computed, and rows that
+stop leave the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agent.rollout.policies.kv import KVStore, Past, batch_cache, buffered, row_past
+from agent.rollout.react import STOP_STRINGS, ChatFormat, Generation, TurnRequest
+from wikisim.errors import ConfigError
+
+_TAIL_TOKENS = 16  # decoded tail long enough to contain any stop string
+_MIN_PREFIX = 32  # shorter shared prompts are not worth a cached prefix
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Attributes:
+    temperature: 0 means greedy.
+    top_p: nucleus mass kept when sampling (1.0 keeps all).
+    batch_size: most episodes generated together in one forward pass.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    batch_size: int = 8
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ConfigError(f"temperature={self.temperature} must be >= 0 (0 is greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p={self.top_p} must be in (0, 1]")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size={self.batch_size} must be >= 1")
+
+
+class TransformersPolicy:
+    """Any local causal LM folder (or the bundled SmolLM2) acting in the ReAct format."""
+
+    def __init__(self, tokenizer: Any, model: Any, *, name: str = "transformers", sampling: SamplingConfig | None = None):
+        self.name = name
+        self.tokenizer, self.model = tokenizer, model  # the caller sets train/eval mode
+        self.sampling = sampling or SamplingConfig()
+        self.chat = ChatFormat(tokenizer)
+        self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")) if isinstance(i, int) and i >= 0}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.generated_tokens = 0  # running count, read by benchmarks
+        self._prefixes: dict[tuple[int, ...], Past] = {}
+        self._pasts = KVStore()
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, sampling: SamplingConfig | None = None) -> TransformersPolicy:
+        from agent.rollout.models import load_local
+
+        tokenizer, model = load_local(path)
+        return cls(tokenizer, model, name=Path(path).name, sampling=sampling)
+
+    @classmethod
+    def smollm2(cls, *, sampling: SamplingConfig | None = None) -> TransformersPolicy:
+        from agent.rollout.models import load_smollm2
+
+        tokenizer, model = load_smollm2()
+        return cls(tokenizer, model, name="smollm2-135m", sampling=sampling)
+
+    def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
+        out: list[Generation] = []
+        bs = self.sampling.batch_size
+        self._pasts.mark()
+        for start in range(0, len(requests), bs):
+            chunk = requests[start : start + bs]
+            rows = self.generate([list(r.ids) for r in chunk], [r.max_new_tokens for r in chunk],
+                                 [r.seed for r in chunk], keep=True)
+            for ids, logprobs in rows:
+                text = self.tokenizer.decode(ids, skip_special_tokens=False)
+                out.append(Generation(text=text, ids=tuple(ids), logprobs=tuple(logprobs)))
+        self._pasts.sweep()
+        return out
+
+    @torch.inference_mode()
+    def generate(self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *,
+                 keep: bool = False) -> list[tuple[list[int], list[float]]]:
+        """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row.
+
+        Args:
+            keep: store each row's cache so that a later call extending its context (the next
+                turn of the episode) prefills only the new tokens; `act` sweeps the store.
+        """
+        if any(not c for c in contexts):
+            raise ConfigError("TransformersPolicy needs token contexts; build episodes with a ChatFormat")
+        n = len(contexts)
+        starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
+        rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
+        width = max(len(r) for r in rest)
+        cache, past_mask = batch_cache(pasts, room=width + max(max_new))
+        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        new_mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(rest):  # left padding: every row's next token lines up at the end
+            input_ids[i, width - len(r) :] = torch.tensor(r)
+            new_mask[i, width - len(r) :] = 1
+        mask = torch.cat([past_mask, new_mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, past_mask.shape[1] :]
+        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+                            use_cache=True, logits_to_keep=1)
+        cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
+        gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        out_ids: list[list[int]] = [[] for _ in range(n)]
+        out_lp: list[list[float]] = [[] for _ in range(n)]
+        live = list(range(n))  # the original row of each batch row
+        logits, nxt = result.logits[:, -1, :], torch.full((n,), self.pad_id, dtype=torch.long)
+        stay = [b for b, i in enumerate(live) if max_new[i] > 0]
+        while True:
+            if len(stay) < len(live):  # drop finished rows: the batch shrinks as turns end
+                idx = torch.tensor(stay)
+                cache.batch_select_indices(idx)
+                mask, positions, logits, nxt = mask[idx], positions[idx], logits[idx], nxt[idx]
+                live = [live[b] for b in stay]
+            if not live:
+                break
+            stay = []
+            for b, i in enumerate(live):
+                tok, lp = self._pick(logits[b].float(), gens[i])
+                nxt[b] = tok
+                out_ids[i].append(tok)
+                out_lp[i].append(lp)
+                if not self._stopped(out_ids[i], max_new[i]):
+                    stay.append(b)
+                elif keep:  # its cache holds the context and this turn but the last token
+                    self._pasts.put(contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0]))
+            if not stay:
+                break
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long)], dim=1)
+            positions = positions[:, -1:] + 1
+            result = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, cache=cache,
+                                use_cache=True)
+            logits = result.logits[:, -1, :]
+        self.generated_tokens += sum(len(r) for r in out_ids)
+        return list(zip(out_ids, out_lp, strict=True))
+
+    def _past(self, context: list[int]) -> tuple[int, Past | None]:
+        """(tokens of `context` already cached, their past): the episode's previous turn, else its system turn.
+
+        Every episode of a run shares the system prompt, so its cache is computed once and
+        reused by every row of every call; later turns reuse the cache of the turn before.
+        """
+        start, past = self._pasts.take(context)
+        if past is not None:
+            return start, past
+        end = self._system_end(context)
+        if end == 0:
+            return 0, None
+        prefix = tuple(context[:end])
+        if prefix not in self._prefixes:
+            out = self.model(input_ids=torch.tensor([prefix]), use_cache=True, logits_to_keep=1)
+            past = tuple((layer.keys[0], layer.values[0]) for layer in out.cache.layers)
+            self._prefixes = {prefix: past}  # one system prompt per run: keep the latest only
+        return end, self._prefixes[prefix]
+
+    def _system_end(self, context: list[int]) -> int:
+        """Length of the system turn (up to its end-of-turn id); 0 when too short to be worth caching."""
+        end = next((j for j, t in enumerate(context) if t in self.stop_ids), -1) + 1
+        return end if _MIN_PREFIX <= end < len(context) else 0
+
+    def _pick(self, logits: torch.Tensor, gen: torch.Generator) -> tuple[int, float]:
+        t, top_p = self.sampling.temperature, self.sampling.top_p
+        if t == 0:
+            tok = int(torch.argmax(logits))
+            return tok, float(torch.log_softmax(logits, -1)[tok])
+        logp = torch.log_softmax(logits / t, -1)
+        probs = logp.exp()
+        if top_p < 1:
+            sorted_p, order = torch.sort(probs, descending=True)
+            drop = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set reaching top_p
+            sorted_p[drop] = 0
+            probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
+        tok = int(torch.multinomial(probs, 1, generator=gen))
+        return tok, float(logp[tok])
+
+    def _stopped(self, ids: list[int], limit: int) -> bool:
+        if ids[-1] in self.stop_ids or len(ids) >= limit:
+            return True
+        tail = self.tokenizer.decode(ids[-_TAIL_TOKENS:], skip_special_tokens=False)
+        return any(tail.endswith(s) or s in tail[-(len(s) + 8) :] for s in STOP_STRINGS)

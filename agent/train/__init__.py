@@ -1,0 +1,1 @@
+"""Training against the env: rejection-sampled SFT, GRPO, losses, weight sync, curriculum."""

@@ -1,0 +1,133 @@
+"""WikiSim-v0 episodes for the trainer: the GRPO sampler and the rejection-sampling teacher.
+
+Both run through `agent.rollout.episodes` (batched policy calls over a pool of envs), so training
+sees exactly the trajectories the harness would record. The GRPO sampler wraps the
+*current* in-process weights in a `TransformersPolicy` on every call (strictly
+on-policy), or asks a generation server (token-in/token-out `OpenAIPolicy`) whose weights
+the trainer keeps in sync (`agent.train.weight_sync`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agent.rollout.react import Budget, ChatFormat, Episode, Generation
+from agent.rollout.trajectory import Trajectory
+from wikisim.env.tasks import Task, TaskSet
+from wikisim.errors import ConfigError
+
+
+class SystemPrompt(gym.Wrapper):
+    """Replace the env's system prompt (e.g. a short one for a tiny model whose context is precious)."""
+
+    def __init__(self, env: gym.Env, prompt: str) -> None:
+        super().__init__(env)
+        self.prompt = prompt
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {**info, "system_prompt": self.prompt}
+
+
+def task_tags(task: Task) -> dict[str, str]:
+    """Curriculum tags of a task: its uncertainty kinds and its structure (synth records), else hops."""
+    ex = task.extra
+    unc = ex.get("uncertainty")
+    tags = {"uncertainty": "+".join(sorted(map(str, unc))) or "none" if isinstance(unc, list) else "none"}
+    sub = ex.get("subgraph")
+    if isinstance(sub, dict):
+        tags["structure"] = f"{len(sub.get('nodes', []))}n-{'cyclic' if sub.get('cyclic') else 'acyclic'}"
+    else:
+        tags["structure"] = f"{ex.get('hops', '?')}hop"
+    return tags
+
+
+class EnvRunner:
+    """A pool of WikiSim-v0 envs over one task set, and the budgets every episode runs under."""
+
+    def __init__(
+        self,
+        tasks: TaskSet,
+        *,
+        index: str | None = None,
+        retriever: str = "bm25s",
+        max_turns: int = 4,
+        max_new_tokens: int = 96,
+        max_context_tokens: int = 4096,
+        slots: int = 64,
+        system_prompt: str | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        from agent.rollout.episodes import make_envs
+
+        self.tasks = tasks
+        envs = make_envs(slots, index=index or None, tasks=tasks, max_turns=max_turns, retriever=retriever, python=False)
+        self.envs = [SystemPrompt(e, system_prompt) for e in envs] if system_prompt else envs
+        self.budget = Budget(max_turns=max_turns, max_context_tokens=max_context_tokens, max_new_tokens=max_new_tokens)
+        self.batch_size = batch_size
+
+    def run(self, policy: Any, task_ids: Sequence[str], n: int, seed: int) -> list[Trajectory]:
+        """`n` episodes per task id (contiguous), each with its own seed derived from `seed`."""
+        from agent.rollout.episodes import Job, rollout
+
+        jobs = [Job(tid, seed * 100_000 + i * n + j) for i, tid in enumerate(task_ids) for j in range(n)]
+        return rollout(self.envs, policy, jobs, budget=self.budget)
+
+    def sampler(self, tokenizer: Any, server: str = "", server_model: str = "policy") -> Callable[..., list[Trajectory]]:
+        """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env.
+
+        With `server` (a base URL up to /v1) the turns come from that server instead, token-in
+        and token-out; the weights argument is then unused (the trainer syncs the server).
+        """
+        from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy
+        from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+
+        chat = ChatFormat(tokenizer)
+
+        def sample(model: Any, task_ids: Sequence[str], n: int, seed: int, temperature: float) -> list[Trajectory]:
+            if server:
+                remote = OpenAIPolicy(OpenAIConfig(base_url=server, model=server_model, temperature=temperature,
+                                                   concurrency=self.batch_size, token_in=True), name="grpo", chat=chat)
+                try:
+                    return self.run(remote, task_ids, n, seed)
+                finally:
+                    remote.close()
+            policy = TransformersPolicy(tokenizer, model, name="grpo",
+                                        sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size))
+            try:
+                return self.run(policy, task_ids, n, seed)
+            finally:
+                model.train()
+
+        return sample
+
+    def teacher(self, policy: Any, student_chat: ChatFormat, seed: int = 0) -> Callable[[Sequence[str], int], list[Trajectory]]:
+        """`play(task_ids, attempt)` for `agent.train.sft.rejection_sample`, ids in the student's tokenizer."""
+
+        def play(task_ids: Sequence[str], attempt: int) -> list[Trajectory]:
+            trajs = self.run(policy, task_ids, 1, seed * 1_000 + attempt)
+            same = policy.chat is not None and policy.chat.tokenizer is student_chat.tokenizer
+            return trajs if same else [retokenize(t, student_chat, self.budget) for t in trajs]
+
+        return play
+
+
+def retokenize(t: Trajectory, chat: ChatFormat, budget: Budget) -> Trajectory:
+    """A teacher's trajectory in another tokenizer: replay its text turns through `Episode` (SFT only;
+    RL never re-tokenises, its ids are the sampled ones)."""
+    if len(t.prompt_messages) != 2:
+        raise ConfigError(f"trajectory {t.task_id} has no prompt messages to re-tokenise; record it with agent.rollout.episodes")
+    system, user = t.prompt_messages
+    ep = Episode(task_id=t.task_id, question=user["content"], system_prompt=system["content"], seed=t.seed,
+                 budget=Budget(max_turns=max(budget.max_turns, len(t.turns)), max_context_tokens=1 << 30,
+                               max_new_tokens=budget.max_new_tokens), chat=chat)
+    for i, turn in enumerate(t.turns):
+        ep.add_generation(Generation(text=turn.text))
+        if i < len(t.turns) - 1:
+            ep.add_observation(turn.observation)
+    ep.finish(terminated=t.terminated, truncated=t.truncated)
+    return ep.trajectory(policy=t.policy, reward=t.reward, manifest_hash=t.manifest_hash, answer=t.answer,
+                         metrics=t.metrics)

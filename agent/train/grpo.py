@@ -1,0 +1,285 @@
+"""GRPO as WebSailor-V2 specifies: strictly on-policy, leave-one-out advantages, token-level loss.
+
+Every step samples G rollouts per question with the current weights, turns their rewards
+into advantages, and makes exactly one optimizer update from them; nothing is reused and
+no group is resampled (no dynamic sampling). The loss pieces live in `agent.train.losses`;
+sampling is any `Sampler` (the in-process model, or a generation server, through
+`agent.rollout.episodes`: see `agent.train.episodes`). With `cfg.generation_server` set, the weights are
+pushed to that server before the first batch and after every update (`agent.train.weight_sync`).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agent.rollout.trajectory import Trajectory
+from agent.train.config import GRPOConfig
+from agent.train.curriculum import Curriculum, CurriculumConfig
+from agent.train.loop import (
+    Batch,
+    RunDir,
+    collate,
+    global_sum,
+    load_model,
+    make_accelerator,
+    make_optimizer,
+    micro_batches,
+    plot_curves,
+)
+from agent.train.losses import (
+    apply_format_penalty,
+    conservative_include,
+    leave_one_out_advantages,
+    masked_entropy,
+    policy_gradient_loss,
+    std_normalized_advantages,
+    token_logprobs,
+)
+from wikisim.errors import ConfigError
+
+# sampler(model, task_ids, n_per_task, seed, temperature) -> n_per_task contiguous trajectories per id
+Sampler = Callable[[torch.nn.Module, Sequence[str], int, int, float], list[Trajectory]]
+
+CURVES = ("reward", "solve_rate", "dev_pass@1", "dev_pass@k", "entropy", "response_tokens", "turns",
+          "tool_calls", "truncated_share", "adv_std", "grad_norm", "loss")
+
+
+def solved(t: Trajectory) -> bool:
+    """Success for pass rates: a full reward (exact match, or F1 of 1)."""
+    return t.reward >= 1.0
+
+
+def well_formed(t: Trajectory) -> bool:
+    return t.terminated and t.answer is not None
+
+
+def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
+    """Sums over this process's rollouts (means are taken after summing over processes)."""
+    return {
+        "n": float(len(trajs)),
+        "reward": sum(t.reward for t in trajs),
+        "solve_rate": float(sum(solved(t) for t in trajs)),
+        "response_tokens": float(sum(sum(len(u.ids) for u in t.turns) for t in trajs)),
+        "turns": float(sum(len(t.turns) for t in trajs)),
+        "tool_calls": float(sum(len(u.tool_calls) for t in trajs for u in t.turns)),
+        "truncated_share": float(sum(t.truncated for t in trajs)),
+        "answered_share": float(sum(t.answer is not None for t in trajs)),
+    }
+
+
+def advantages_for(trajs: Sequence[Trajectory], cfg: GRPOConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages, include) of contiguous groups of `cfg.group_size` rollouts."""
+    rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
+    if cfg.format_penalty:
+        rewards = apply_format_penalty(rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty)
+    if cfg.advantage == "leave_one_out":
+        adv = leave_one_out_advantages(rewards, cfg.group_size)
+    else:
+        adv = std_normalized_advantages(rewards, cfg.group_size)
+    if cfg.exclude_truncated:
+        include = conservative_include(torch.tensor([t.truncated for t in trajs]),
+                                       torch.tensor([t.answer is not None for t in trajs]))
+    else:
+        include = torch.ones(len(trajs), dtype=torch.bool)
+    return adv, include
+
+
+def grpo_update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    accelerator: Any,
+    trajs: Sequence[Trajectory],
+    cfg: GRPOConfig,
+    pad_id: int,
+    ref_model: torch.nn.Module | None = None,
+) -> dict[str, float]:
+    """One optimizer update from freshly sampled rollouts; returns global (all-process) metrics."""
+    adv, include = advantages_for(trajs, cfg)
+    batch: Batch = collate(trajs, pad_id).to(accelerator.device)
+    adv, include = adv.to(accelerator.device), include.to(accelerator.device)
+    kept_mask = batch.loss_mask * include.float().unsqueeze(1)
+    n_tok = global_sum(accelerator, kept_mask.sum().item())
+    n_seq = global_sum(accelerator, float(((kept_mask.sum(1)) > 0).sum().item()))
+    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "entropy_tokens": 0.0}
+    t_fb = time.perf_counter()
+    model.train()
+    for mb in micro_batches(len(trajs), cfg.micro_batch_size):
+        logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
+        logp = token_logprobs(logits, batch.input_ids[mb])
+        ref = None
+        if cfg.kl_coef:
+            with torch.no_grad():
+                ref = token_logprobs(ref_model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits,
+                                     batch.input_ids[mb])
+        terms = policy_gradient_loss(
+            logp, adv[mb], batch.loss_mask[mb], include[mb], aggregation=cfg.aggregation,
+            old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None, clip_eps=cfg.clip_eps or None,
+            ref_logprobs=ref, kl_coef=cfg.kl_coef, token_normalizer=n_tok, sequence_normalizer=n_seq,
+        )
+        loss = terms.loss
+        ent_sum, ent_n = masked_entropy(logits[:, :-1], batch.loss_mask[mb])
+        if cfg.entropy_coef:
+            lp = torch.log_softmax(logits[:, :-1].float(), -1)
+            ent = -(lp.exp() * lp).sum(-1)
+            loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
+        # DDP averages gradients over processes; the normalizers are global, so scale back to a sum
+        accelerator.backward(loss * accelerator.num_processes)
+        for k, v in (("loss", loss), ("pg_loss", terms.pg_loss), ("kl", terms.kl), ("clip_fraction", terms.clip_fraction)):
+            sums[k] += float(v.detach())
+        sums["entropy"] += float(ent_sum)
+        sums["entropy_tokens"] += float(ent_n)
+    norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    t_fb = time.perf_counter() - t_fb
+    g = {k: global_sum(accelerator, v) for k, v in sums.items()}
+    a = {"adv_sum": float(adv.sum()), "adv_sq": float((adv**2).sum()), "n": float(len(adv)),
+         "excluded": float((~include).sum()), "adv_nonzero": float((adv != 0).sum())}
+    a = {k: global_sum(accelerator, v) for k, v in a.items()}
+    adv_mean = a["adv_sum"] / a["n"]
+    return {
+        "loss": g["loss"], "pg_loss": g["pg_loss"], "kl": g["kl"], "clip_fraction": g["clip_fraction"],
+        "entropy": g["entropy"] / max(g["entropy_tokens"], 1.0), "policy_tokens": n_tok,
+        "excluded_truncated": a["excluded"], "adv_mean": adv_mean,
+        "adv_std": max(a["adv_sq"] / a["n"] - adv_mean**2, 0.0) ** 0.5, "adv_nonzero_share": a["adv_nonzero"] / a["n"],
+        "grad_norm": float(norm), "lr": scheduler.get_last_lr()[0], "time_train": t_fb,
+    }
+
+
+def pass_at_k(trajs: Sequence[Trajectory], k: int) -> tuple[float, float, int]:
+    """(pass@1, pass@k, questions) from k contiguous samples per question."""
+    n_q = len(trajs) // k
+    hits = [sum(solved(t) for t in trajs[i * k : (i + 1) * k]) for i in range(n_q)]
+    return sum(h / k for h in hits) / max(n_q, 1), sum(h > 0 for h in hits) / max(n_q, 1), n_q
+
+
+def evaluate(sampler: Sampler, model: torch.nn.Module, task_ids: Sequence[str], k: int, seed: int,
+             temperature: float, accelerator: Any | None = None) -> dict[str, float]:
+    """pass@1 and pass@k on fixed questions; under several processes each samples a shard."""
+    rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
+    mine = list(task_ids)[rank::world]
+    trajs = sampler(model, mine, k, seed + rank, temperature) if mine else []
+    p1, pk, n = pass_at_k(trajs, k)
+    if world > 1:
+        p1s, pks, ns = (global_sum(accelerator, x) for x in (p1 * n, pk * n, float(n)))
+        p1, pk, n = p1s / ns, pks / ns, int(ns)
+    return {"pass@1": p1, "pass@k": pk, "questions": float(n)}
+
+
+def _step_questions(cfg: GRPOConfig, task_ids: Sequence[str], step: int, cur: Curriculum | None) -> list[str]:
+    if cur is not None:
+        return cur.next_questions(cfg.questions_per_step)
+    per_epoch = len(task_ids)
+    out = []
+    for j in range(step * cfg.questions_per_step, (step + 1) * cfg.questions_per_step):
+        epoch, i = divmod(j, per_epoch)
+        perm = torch.randperm(per_epoch, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)).tolist()
+        out.append(task_ids[perm[i]])
+    return out
+
+
+@dataclass(frozen=True)
+class GRPOResult:
+    final_dir: str
+    history: list[dict[str, Any]]  # the metrics of each step run in this call
+    steps: int
+    weight_syncs: list[dict[str, Any]]  # one per push to the generation server (empty in-process)
+
+
+def train_grpo(
+    cfg: GRPOConfig,
+    task_ids: Sequence[str],
+    sampler: Sampler,
+    *,
+    dev_ids: Sequence[str] = (),
+    tags: dict[str, dict[str, str]] | None = None,
+    prior: dict[str, float] | None = None,
+    stop_after: int | None = None,
+) -> GRPOResult:
+    """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring."""
+    from accelerate.utils import gather_object
+
+    if not task_ids:
+        raise ConfigError("GRPO needs training questions; the task set is empty")
+    accelerator = make_accelerator(cfg)
+    world = accelerator.num_processes
+    if cfg.questions_per_step % world:
+        raise ConfigError(f"questions_per_step={cfg.questions_per_step} must divide by the {world} processes")
+    tokenizer, model = load_model(cfg, cfg.init_checkpoint)
+    ref_model = None
+    if cfg.kl_coef:
+        ref_model = copy.deepcopy(model).eval().requires_grad_(False).to(accelerator.device)
+    optimizer, scheduler = make_optimizer(cfg, model, cfg.steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    run = RunDir(cfg, accelerator)
+    cur = None
+    if cfg.curriculum:
+        ccfg = CurriculumConfig(cfg.pool_size, cfg.retire_after, cfg.band_low, cfg.band_high)
+        cur = Curriculum(list(task_ids), ccfg, seed=cfg.seed, tags=tags, prior=prior)
+    start, state = run.resume() if cfg.resume else (0, {})
+    if cur is not None and state.get("curriculum"):
+        cur.load_state_dict(state["curriculum"])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    sync = None
+    if cfg.generation_server:
+        from agent.train.weight_sync import WeightSync
+
+        sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator,
+                          cfg.sync_protocol)
+        sync.push(model, start)
+    history: list[dict[str, Any]] = []
+    per_proc = cfg.questions_per_step // world
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        questions = _step_questions(cfg, list(task_ids), step, cur)
+        mine = questions[accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc]
+        unwrapped = accelerator.unwrap_model(model)
+        seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
+        t_gen = time.perf_counter()
+        trajs = sampler(unwrapped, mine, cfg.group_size, seed, cfg.temperature)
+        t_gen = time.perf_counter() - t_gen
+        if len(trajs) != len(mine) * cfg.group_size:
+            raise ConfigError(f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}")
+        metrics = grpo_update(model, optimizer, scheduler, accelerator, trajs, cfg, pad, ref_model)
+        if sync is not None:
+            t_sync = time.perf_counter()
+            sync.push(model, step + 1)
+            metrics["time_weight_sync"] = time.perf_counter() - t_sync
+        stats = {k: global_sum(accelerator, v) for k, v in rollout_stats(trajs).items()}
+        n = stats.pop("n")
+        record: dict[str, Any] = {"step": step + 1, **{k: v / n for k, v in stats.items()}, **metrics}
+        if cur is not None:
+            results = gather_object([(t.task_id, solved(t)) for t in trajs]) if world > 1 else \
+                [(t.task_id, solved(t)) for t in trajs]
+            retired = cur.update(results)
+            record["retired"] = len(retired)
+            record["pool"] = cur.composition()
+        done = step + 1
+        t_dev = time.perf_counter()
+        if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):
+            ev = evaluate(sampler, accelerator.unwrap_model(model), dev_ids, cfg.dev_k, cfg.seed * 7 + 1,
+                          cfg.temperature, accelerator)
+            record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
+        t_dev = time.perf_counter() - t_dev
+        record["time_generate"], record["time_dev_eval"] = t_gen, t_dev
+        record["time_step"] = time.perf_counter() - t0 - t_dev  # the training step, without the dev evaluation
+        record["time_other"] = record["time_step"] - t_gen - metrics["time_train"] - metrics.get("time_weight_sync", 0.0)
+        run.log(record)
+        history.append(record)
+        stopping = bool(stop_after) and len(history) >= (stop_after or 0)
+        if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps or stopping:
+            run.save(done, {"curriculum": cur.state_dict() if cur else None})
+        if stopping:
+            return GRPOResult(final_dir="", history=history, steps=done, weight_syncs=sync.history if sync else [])
+    final = run.save_final(model, tokenizer)
+    if accelerator.is_main_process:
+        plot_curves(run.metrics_path, run.root / "curves.png", CURVES)
+    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps, weight_syncs=sync.history if sync else [])

@@ -1,0 +1,175 @@
+"""Rejection-sampled SFT cold start (WebSailor-V2): keep only what a teacher got right, then imitate it.
+
+`rejection_sample` lets a teacher play every training question K times and keeps the
+correct, well-formed, distinct trajectories; `train_sft` fits a model to them under
+Accelerate with the loss on the policy's own tokens only (prompt and observations masked).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agent.rollout.trajectory import Trajectory
+from agent.train.config import SFTConfig
+from agent.train.loop import (
+    RunDir,
+    collate,
+    global_sum,
+    load_model,
+    make_accelerator,
+    make_optimizer,
+    micro_batches,
+    plot_curves,
+)
+from agent.train.losses import masked_nll, token_logprobs
+from wikisim.errors import ConfigError
+
+
+def well_formed_correct(t: Trajectory, min_reward: float = 1.0) -> bool:
+    """Ended by an answer (not cut by a budget) and scored at least `min_reward`."""
+    return t.terminated and not t.truncated and t.answer is not None and t.reward >= min_reward
+
+
+@dataclass(frozen=True)
+class RejectionReport:
+    """Per question: trajectories tried and kept (after dedup)."""
+
+    tried: dict[str, int]
+    kept: dict[str, int]
+
+    @property
+    def kept_total(self) -> int:
+        return sum(self.kept.values())
+
+    @property
+    def tried_total(self) -> int:
+        return sum(self.tried.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kept": self.kept_total,
+            "tried": self.tried_total,
+            "questions_with_any": sum(1 for v in self.kept.values() if v),
+            "per_question": {q: [self.kept[q], self.tried[q]] for q in self.tried},
+        }
+
+
+def rejection_sample(
+    play: Callable[[Sequence[str], int], list[Trajectory]],
+    task_ids: Sequence[str],
+    k: int,
+    min_reward: float = 1.0,
+) -> tuple[list[Trajectory], RejectionReport]:
+    """Let a teacher play each question `k` times and keep the distinct correct, well-formed episodes.
+
+    Args:
+        play: `play(task_ids, attempt)` runs one episode per task id with the episode seed
+            derived from `attempt` and returns the trajectories in the same order.
+        task_ids: the training questions.
+        k: attempts per question.
+    """
+    if k < 1:
+        raise ConfigError(f"samples_per_question={k} must be >= 1")
+    kept: list[Trajectory] = []
+    seen: set[tuple[int, ...]] = set()
+    tried = dict.fromkeys(task_ids, 0)
+    n_kept = dict.fromkeys(task_ids, 0)
+    for attempt in range(k):
+        for t in play(task_ids, attempt):
+            tried[t.task_id] += 1
+            key = tuple(t.token_ids())
+            if well_formed_correct(t, min_reward) and key not in seen:
+                seen.add(key)
+                kept.append(t)
+                n_kept[t.task_id] += 1
+    return kept, RejectionReport(tried=tried, kept=n_kept)
+
+
+def _step_indices(cfg: SFTConfig, n: int, step: int, steps_per_epoch: int) -> list[int]:
+    """The data order depends only on (seed, epoch): a resumed run sees the same batches."""
+    epoch, i = divmod(step, steps_per_epoch)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)).tolist()
+    return perm[i * cfg.batch_size : (i + 1) * cfg.batch_size]
+
+
+def _shard(indices: list[int], rank: int, world: int) -> list[int]:
+    """Equal-size shards (wrapping around) so every process runs the same number of backward passes."""
+    per = math.ceil(len(indices) / world)
+    padded = [indices[j % len(indices)] for j in range(per * world)]
+    return padded[rank * per : (rank + 1) * per]
+
+
+def _converged(cfg: SFTConfig, recent: list[float]) -> bool:
+    return bool(cfg.stop_loss) and len(recent) == 5 and sum(recent) / 5 < cfg.stop_loss
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    final_dir: str
+    losses: list[float]  # the loss of each optimizer step run in this call
+    steps: int
+
+
+def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after: int | None = None) -> SFTResult:
+    """Fit the model to `trajectories` (token ids as recorded), resuming from `cfg.output_dir`.
+
+    `stop_after` ends the call after that many optimizer steps (a checkpoint is written),
+    which is how tests interrupt and resume a run.
+    """
+    if not trajectories:
+        raise ConfigError("no trajectories to train on: rejection sampling kept none; raise samples_per_question or check the teacher")
+    accelerator = make_accelerator(cfg)
+    tokenizer, model = load_model(cfg)
+    model.train()
+    steps_per_epoch = math.ceil(len(trajectories) / cfg.batch_size)
+    total = cfg.epochs * steps_per_epoch
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
+    optimizer, scheduler = make_optimizer(cfg, model, total)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    run = RunDir(cfg, accelerator)
+    start, state = run.resume() if cfg.resume else (0, {})
+    recent: list[float] = list(state.get("recent_losses", []))
+    if _converged(cfg, recent):  # a resumed run that had already stopped on stop_loss
+        total = start
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    losses: list[float] = []
+    for step in range(start, total):
+        idx = _shard(_step_indices(cfg, len(trajectories), step, steps_per_epoch),
+                     accelerator.process_index, accelerator.num_processes)
+        batch = collate([trajectories[i] for i in idx], pad).to(accelerator.device)
+        n_tokens = global_sum(accelerator, batch.loss_mask.sum().item())
+        local_loss = 0.0
+        for mb in micro_batches(len(idx), cfg.micro_batch_size):
+            logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
+            loss = masked_nll(token_logprobs(logits, batch.input_ids[mb]), batch.loss_mask[mb], n_tokens)
+            # DDP averages gradients over processes; scale back to a sum over the global batch
+            accelerator.backward(loss * accelerator.num_processes)
+            local_loss += loss.item()
+        norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step_loss = global_sum(accelerator, local_loss)
+        losses.append(step_loss)
+        recent = (recent + [step_loss])[-5:]
+        run.log({"step": step + 1, "epoch": step // steps_per_epoch, "loss": step_loss, "grad_norm": float(norm),
+                 "lr": scheduler.get_last_lr()[0], "tokens": n_tokens})
+        done = step + 1
+        converged = _converged(cfg, recent)
+        interrupted = bool(stop_after) and len(losses) >= (stop_after or 0)
+        if (cfg.save_every and done % cfg.save_every == 0) or done == total or interrupted or converged:
+            run.save(done, {"recent_losses": recent})
+        if converged:
+            break
+        if interrupted:
+            return SFTResult(final_dir="", losses=losses, steps=done)
+    final = run.save_final(model, tokenizer)
+    if accelerator.is_main_process:
+        plot_curves(run.metrics_path, run.root / "curves.png", ["loss", "grad_norm", "lr"])
+    return SFTResult(final_dir=str(final), losses=losses, steps=start + len(losses))

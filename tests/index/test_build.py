@@ -1,0 +1,117 @@
+"""The build is atomic and resumable: a broken input or a killed build never looks complete,
+and finishing an interrupted build gives the manifest hash of a clean one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wikisim.errors import ConfigError, CorpusError, IndexNotBuiltError
+from wikisim.index import open_index
+from wikisim.index.build import build, ensure_sample_index
+from wikisim.index.layout import building_dir
+from wikisim.paths import DATA_DIR, REPO_ROOT, SAMPLE_DUMP
+
+SPARSE = {"dense": False, "lucene": False, "progress": False}
+SMALL = DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"  # where only the mechanics matter
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("clean") / "sample"
+    report = build([SAMPLE_DUMP], out, **SPARSE)
+    return out, report.manifest_hash
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("small") / "table-markup"
+    return out, build([SMALL], out, **SPARSE).manifest_hash
+
+
+def test_clean_build_is_complete(clean) -> None:
+    out, digest = clean
+    assert sorted(p.name for p in out.iterdir()) == ["bm25s", "manifest.json", "pages.sqlite", "passages.sqlite"]
+    assert not building_dir(out).exists()
+    index = open_index(out)
+    assert index.manifest_hash == digest
+    assert index.manifest["counts"]["pages"] == 106 and index.manifest["counts"]["redirects"] > 0
+    assert index.manifest["counts"]["passages"] == len(index.passages)
+
+
+def test_truncated_dump_fails_clearly_and_leaves_nothing(tmp_path) -> None:
+    truncated = tmp_path / "enwiki-truncated.xml.bz2"
+    data = SAMPLE_DUMP.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "index"
+    with pytest.raises(CorpusError, match="enwiki-truncated.xml.bz2"):
+        build([truncated], out, **SPARSE)
+    assert not out.exists() and not building_dir(out).exists()
+    with pytest.raises(IndexNotBuiltError, match="no index at"):
+        open_index(out)
+
+
+def test_leftover_junk_build_dir_restarts_cleanly(small, tmp_path) -> None:
+    out = tmp_path / "index"
+    junk = building_dir(out)
+    (junk / "bm25s").mkdir(parents=True)
+    (junk / "pages.sqlite").write_bytes(b"half a database")
+    with pytest.raises(IndexNotBuiltError, match="interrupted"):
+        open_index(out)
+    report = build([SMALL], out, **SPARSE)
+    # built in another directory, from a dirty start: the same hash (no paths or clock in it)
+    assert report.manifest_hash == small[1] and report.resumed == ()
+    assert not junk.exists()
+
+
+def test_killed_build_resumes_to_the_same_hash(clean, tmp_path) -> None:
+    out = tmp_path / "index"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wikisim", "build", str(SAMPLE_DUMP), "--out", str(out),
+         "--no-dense", "--no-lucene", "--quiet"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    stage = building_dir(out) / ".stages" / "corpus.json"
+    deadline = time.monotonic() + 120
+    while not stage.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert stage.exists(), "the build ended before it could be killed after its corpus stage"
+    assert not out.exists()
+    with pytest.raises(IndexNotBuiltError, match="interrupted"):
+        open_index(out)
+    report = build([SAMPLE_DUMP], out, **SPARSE)
+    assert "corpus" in report.resumed
+    assert report.manifest_hash == clean[1] == open_index(out).manifest_hash
+
+
+def test_half_built_and_foreign_directories(tmp_path) -> None:
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "pages.sqlite").write_bytes(b"")
+    with pytest.raises(IndexNotBuiltError, match="no manifest.json .*found: pages.sqlite"):
+        open_index(half)
+    with pytest.raises(ConfigError, match="not a wikisim index"):
+        build([SAMPLE_DUMP], half, **SPARSE)
+    with pytest.raises(CorpusError, match="does not exist"):
+        build([tmp_path / "nope.xml"], tmp_path / "x", **SPARSE)
+
+
+def test_rebuild_replaces_an_index_and_sample_index_is_cached(small, tmp_path) -> None:
+    out = tmp_path / "index"
+    other = build([SMALL], out, passage_words=40, **SPARSE)
+    assert other.manifest_hash != small[1]  # a different passage budget is a different index
+    assert build([SMALL], out, **SPARSE).manifest_hash == small[1]
+    assert open_index(out).manifest_hash == small[1]
+    first = ensure_sample_index()
+    mtime = (first / "manifest.json").stat().st_mtime_ns
+    assert ensure_sample_index() == first and (first / "manifest.json").stat().st_mtime_ns == mtime
+    assert "lucene" in open_index(first).backends

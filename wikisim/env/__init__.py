@@ -1,0 +1,5 @@
+"""WikiSim-v0: the env, its task sets, rewards and replay."""
+
+from wikisim.env.core import WikiSimEnv
+
+__all__ = ["WikiSimEnv"]

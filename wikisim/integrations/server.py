@@ -1,0 +1,217 @@
+"""The retrieval server behind `wikisim serve`: search, visit and scholar over HTTP (JSON).
+
+Why: one loaded index shared by any number of env workers on any number of machines, with
+the same answers as the in-process backend (the JSON form of `wikisim.backends.cache` is
+lossless). Since the backend is a pure function of the call, answers are memoised (LRU). Starlette on uvicorn; the backend runs inline on the event loop's one thread, so
+a backend that is not thread-safe (SQLite handles, scorers) stays safe and answers are
+computed in arrival order. Limits bound every request; a bad one gets a 4xx JSON error
+`{"error": {"status", "message"}}` that says what to change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from wikisim import __version__
+from wikisim.backends.base import Backend
+from wikisim.backends.cache import encode
+from wikisim.errors import ConfigError, ToolCallError, WikisimError
+
+LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Per-request bounds; exceeding one is a 4xx, never a slow or unbounded request."""
+
+    max_body_bytes: int = 1 << 20
+    max_queries: int = 32
+    max_k: int = 100
+    max_query_chars: int = 2_000
+    max_tokens: int = 100_000
+    memo_size: int = 4096  # answers kept (LRU); the backend is a pure function of the call
+
+    def __post_init__(self) -> None:
+        if self.memo_size < 0:
+            raise ConfigError(f"ServerLimits.memo_size must be >= 0, got {self.memo_size}")
+        for name in ("max_body_bytes", "max_queries", "max_k", "max_query_chars", "max_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"ServerLimits.{name} must be >= 1, got {getattr(self, name)}")
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
+
+
+class Metrics:
+    """Request counts by endpoint and status, and a latency histogram (Prometheus text format)."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, int]] = Counter()
+        self.buckets: Counter[tuple[str, float]] = Counter()
+        self.seconds: Counter[str] = Counter()
+        self.count: Counter[str] = Counter()
+        self.memo_hits = 0
+
+    def observe(self, endpoint: str, status: int, seconds: float) -> None:
+        self.requests[(endpoint, status)] += 1
+        self.seconds[endpoint] += seconds
+        self.count[endpoint] += 1
+        for bound in LATENCY_BUCKETS_S:
+            if seconds <= bound:
+                self.buckets[(endpoint, bound)] += 1
+
+    def render(self) -> str:
+        lines = ["# TYPE wikisim_memo_hits_total counter", f"wikisim_memo_hits_total {self.memo_hits}",
+                 "# TYPE wikisim_requests_total counter"]
+        lines += [f'wikisim_requests_total{{endpoint="{e}",status="{s}"}} {n}'
+                  for (e, s), n in sorted(self.requests.items())]
+        lines.append("# TYPE wikisim_request_seconds histogram")
+        for e in sorted(self.count):
+            for bound in LATENCY_BUCKETS_S:
+                le = "+Inf" if math.isinf(bound) else repr(bound)
+                lines.append(f'wikisim_request_seconds_bucket{{endpoint="{e}",le="{le}"}} {self.buckets[(e, bound)]}')
+            lines.append(f'wikisim_request_seconds_sum{{endpoint="{e}"}} {self.seconds[e]:.6f}')
+            lines.append(f'wikisim_request_seconds_count{{endpoint="{e}"}} {self.count[e]}')
+        return "\n".join(lines) + "\n"
+
+
+class _Handlers:
+    def __init__(self, backend: Backend, limits: ServerLimits):
+        self.backend, self.limits, self.metrics = backend, limits, Metrics()
+        self.memo: OrderedDict[str, bytes] = OrderedDict()
+
+    async def _json(self, request: Request) -> dict[str, Any]:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.limits.max_body_bytes:
+            raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.limits.max_body_bytes}")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.limits.max_body_bytes:
+                raise BadRequest(413, f"body exceeds the limit of {self.limits.max_body_bytes} bytes")
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadRequest(400, f"body is not valid JSON ({e}); send a JSON object") from None
+        if not isinstance(data, dict):
+            raise BadRequest(400, f"body must be a JSON object, got {type(data).__name__}")
+        return data
+
+    def _int(self, data: dict[str, Any], key: str, default: int, most: int) -> int:
+        value = data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+            raise BadRequest(400, f"{key!r} must be an integer from 1 to {most}, got {value!r}")
+        return value
+
+    def _queries(self, data: dict[str, Any]) -> list[str]:
+        queries = data.get("queries")
+        if isinstance(queries, str):
+            queries = [queries]
+        if not isinstance(queries, list) or not queries:
+            raise BadRequest(400, f"'queries' must be a non-empty list of strings, got {queries!r}"[:300])
+        if len(queries) > self.limits.max_queries:
+            raise BadRequest(400, f"{len(queries)} queries in one request; the limit is {self.limits.max_queries}")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                raise BadRequest(400, f"query {i} is empty or not a string: {q!r}"[:300])
+            if len(q) > self.limits.max_query_chars:
+                raise BadRequest(400, f"query {i} has {len(q)} characters; the limit is {self.limits.max_query_chars}")
+        return queries
+
+    async def _run(self, endpoint: str, request: Request) -> Response:
+        start = time.perf_counter()
+        try:
+            args = self._args(endpoint, await self._json(request))
+            key = json.dumps([endpoint, args], ensure_ascii=False)
+            body = self.memo.get(key)
+            if body is None:
+                body = self._answer(endpoint, args)
+                if self.limits.memo_size:
+                    self.memo[key] = body
+                    if len(self.memo) > self.limits.memo_size:
+                        self.memo.popitem(last=False)
+            else:
+                self.memo.move_to_end(key)
+                self.metrics.memo_hits += 1
+            response = Response(body, media_type="application/json")
+        except BadRequest as e:
+            response = _error(e.status, str(e))
+        except (ConfigError, ToolCallError) as e:
+            response = _error(400, str(e))
+        except WikisimError as e:
+            response = _error(503, f"the backend failed: {e}")
+        self.metrics.observe(endpoint, response.status_code, time.perf_counter() - start)
+        return response
+
+    def _args(self, endpoint: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The validated arguments of a call (also the memo key)."""
+        if endpoint == "visit":
+            url, goal = data.get("url"), data.get("goal", "")
+            if not isinstance(url, str) or not url.strip():
+                raise BadRequest(400, f"'url' must be a non-empty string, got {url!r}"[:300])
+            if not isinstance(goal, str) or len(goal) > self.limits.max_query_chars:
+                raise BadRequest(400, f"'goal' must be a string of at most {self.limits.max_query_chars} characters")
+            return {"url": url, "goal": goal, "max_tokens": self._int(data, "max_tokens", 1500, self.limits.max_tokens)}
+        return {"queries": self._queries(data), "k": self._int(data, "k", 10, self.limits.max_k)}
+
+    def _answer(self, endpoint: str, args: dict[str, Any]) -> bytes:
+        if endpoint == "visit":
+            payload: dict[str, Any] = {"page": encode("visit", self.backend.visit(**args))}
+        else:
+            results = getattr(self.backend, endpoint)(args["queries"], args["k"])
+            payload = {"results": [encode(endpoint, hits) for hits in results]}
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    async def search(self, request: Request) -> Response:
+        return await self._run("search", request)
+
+    async def visit(self, request: Request) -> Response:
+        return await self._run("visit", request)
+
+    async def scholar(self, request: Request) -> Response:
+        return await self._run("scholar", request)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "backend": self.backend.name,
+                             "manifest_hash": self.backend.manifest_hash, "version": __version__})
+
+    async def prometheus(self, request: Request) -> Response:
+        return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    hint = {404: f"no endpoint {request.url.path}; use POST /search, /visit, /scholar or GET /health, /metrics",
+            405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+    return _error(exc.status_code, hint)
+
+
+def create_app(backend: Backend, limits: ServerLimits | None = None) -> Starlette:
+    """The ASGI app serving `backend`; run it with uvicorn (see `wikisim.commands.serve`)."""
+    h = _Handlers(backend, limits or ServerLimits())
+    routes = [
+        Route("/search", h.search, methods=["POST"]),
+        Route("/visit", h.visit, methods=["POST"]),
+        Route("/scholar", h.scholar, methods=["POST"]),
+        Route("/health", h.health, methods=["GET"]),
+        Route("/metrics", h.prometheus, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
