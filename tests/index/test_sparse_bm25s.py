@@ -18,14 +18,19 @@ def bm25(sample_index):
 
 
 def test_scores_and_top_rows_equal_bm25s_retrieve(bm25) -> None:
-    questions = [q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())]
+    questions = [
+        q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())
+    ]
     questions += ["new new york", "autism autism autism symptoms"]  # repeated terms count each time
     for question in questions:
         ids = bm25.query_ids(question)
         assert np.array_equal(bm25.scores(ids), bm25.model.get_scores(ids))  # bit for bit
         docs, scores = bm25.model.retrieve([ids], k=40, show_progress=False, n_threads=0)
-        expected = [(bm25.passages.by_rows([int(r)])[int(r)].docid, float(s))
-                    for r, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        expected = [
+            (bm25.passages.by_rows([int(r)])[int(r)].docid, float(s))
+            for r, s in zip(docs[0], scores[0], strict=True)
+            if s > 0
+        ]
         assert bm25.ranked([question], 10)[0] == top_k(expected, 10)
 
 
@@ -46,3 +51,28 @@ def test_best_rows_are_the_top_scores_best_first() -> None:
             rows = best_rows(scores, min(n, size))
             assert len(set(rows.tolist())) == len(rows) == min(n, size)
             assert np.array_equal(scores[rows], np.sort(scores)[::-1][: len(rows)])
+
+
+def test_streamed_build_writes_what_bm25s_index_writes(bm25, tmp_path) -> None:
+    """Our two-pass build gives bm25s's own arrays, bit for bit, for the same vocabulary."""
+    import bm25s
+
+    from wikisim.index.snippets import terms
+    from wikisim.index.sparse_bm25s import build_bm25s
+
+    passages = list(bm25.passages)
+    assert build_bm25s(iter(passages), tmp_path) == len(passages)
+    vocab = json.loads((tmp_path / "vocab.index.json").read_text(encoding="utf-8"))
+    assert list(vocab.values()) == list(range(len(vocab))) and list(vocab)[-1] == ""
+    ids = [[vocab[t] for t in terms(p.contents)] for p in passages]
+    model = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
+    model.index(
+        bm25s.tokenization.Tokenized(ids=ids, vocab={t: i for t, i in vocab.items() if t}),
+        show_progress=False,
+    )
+    for name in ("data", "indices", "indptr"):
+        ours = np.load(tmp_path / f"{name}.csc.index.npy")
+        assert ours.dtype == model.scores[name].dtype and np.array_equal(
+            ours, model.scores[name]
+        ), name
+    assert not (tmp_path / "tokens.scratch").exists()

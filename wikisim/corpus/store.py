@@ -1,9 +1,10 @@
 """PageStore: the parsed corpus in one SQLite file, looked up by id, title, URL or near-miss.
 
 SQLite because it needs no server, is a single file that can be renamed into place
-atomically by the build, and answers point lookups in microseconds. Links, categories,
-infobox facts and citations get their own tables so that the graph and the scholar
-tool can query them; the page's nested parts travel as one JSON column.
+atomically by the build, and answers point lookups in microseconds. A page's text,
+sections and links travel as one zstd-compressed record (the text once: see `_body`);
+what is looked up across pages has a compact table keyed for the lookup: link targets
+(what links here), category names, infobox facts (by field and value) and citations.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from os import PathLike
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from wikisim.corpus.blob import pack, unpack
 from wikisim.corpus.page import (
     Citation,
     Infobox,
@@ -25,49 +27,63 @@ from wikisim.corpus.page import (
     Redirect,
     Section,
     normalize_title,
+    title_to_url,
     url_to_title,
 )
 from wikisim.errors import CorpusError, IndexNotBuiltError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 MAX_REDIRECT_HOPS = 8
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pages(id INTEGER PRIMARY KEY, title TEXT NOT NULL UNIQUE, lower TEXT NOT NULL,
-                   url TEXT NOT NULL, description TEXT NOT NULL, text TEXT NOT NULL,
-                   parts TEXT NOT NULL);
+                   body BLOB NOT NULL);
 CREATE TABLE redirects(source TEXT PRIMARY KEY, lower TEXT NOT NULL, target TEXT NOT NULL);
-CREATE TABLE links(page_id INTEGER NOT NULL, n INTEGER NOT NULL, target TEXT NOT NULL,
-                   anchor TEXT NOT NULL, sentence TEXT NOT NULL, field TEXT NOT NULL,
-                   PRIMARY KEY(page_id, n)) WITHOUT ROWID;
-CREATE TABLE categories(page_id INTEGER NOT NULL, name TEXT NOT NULL);
-CREATE TABLE infobox(page_id INTEGER NOT NULL, type TEXT NOT NULL, n INTEGER NOT NULL,
-                     field TEXT NOT NULL, value TEXT NOT NULL);
-CREATE TABLE citations(page_id INTEGER NOT NULL, n INTEGER NOT NULL, title TEXT NOT NULL,
-                       authors TEXT NOT NULL, year INTEGER, venue TEXT NOT NULL,
-                       doi TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY(page_id, n)) WITHOUT ROWID;
+CREATE TABLE links(target TEXT NOT NULL, page_id INTEGER NOT NULL,
+                   PRIMARY KEY(target, page_id)) WITHOUT ROWID;
+CREATE TABLE categories(name TEXT NOT NULL, page_id INTEGER NOT NULL,
+                        PRIMARY KEY(name, page_id)) WITHOUT ROWID;
+CREATE TABLE facts(page_id INTEGER NOT NULL, n INTEGER NOT NULL, field TEXT NOT NULL,
+                   value TEXT NOT NULL, PRIMARY KEY(page_id, n)) WITHOUT ROWID;
+CREATE TABLE citations(page_id INTEGER PRIMARY KEY, body BLOB NOT NULL);
 """
 _INDEXES = """
 CREATE INDEX pages_lower ON pages(lower);
-CREATE INDEX pages_url ON pages(url);
 CREATE INDEX redirects_lower ON redirects(lower);
 CREATE INDEX redirects_target ON redirects(target);
-CREATE INDEX links_target ON links(target);
-CREATE INDEX categories_name ON categories(name);
-CREATE INDEX infobox_page ON infobox(page_id);
+CREATE INDEX facts_field ON facts(field, value);
 """
-_TABLES = ("pages", "redirects", "links", "categories", "infobox", "citations")
+_COUNTS = ("pages", "redirects", "links", "categories", "infoboxes", "infobox_fields", "citations")
 
 
-def _parts(page: Page) -> str:
-    """Sections, infobox, categories and citations as compact JSON (order kept)."""
-    return json.dumps([
-        [[s.title, s.level, s.text] for s in page.sections],
-        [page.infobox.type, [list(f) for f in page.infobox.fields]] if page.infobox else None,
-        list(page.categories),
-        [[c.title, list(c.authors), c.year, c.venue, c.doi, c.url] for c in page.citations],
-    ], ensure_ascii=False, separators=(",", ":"))
+def _body(page: Page) -> bytes:
+    """Everything of a page but its infobox fields and citations (in their tables), compressed.
+
+    The text is held once: a section is its heading and level plus where its text sits in
+    the page text (the text itself only when it is not there). Link sentences repeat the
+    text; zstd stores a repeat as a back-reference, so they cost a few bytes each.
+    """
+    sections, at = [], 0
+    for s in page.sections:
+        start = page.text.find(s.text, at) if s.text else -1
+        if start >= 0:
+            at = start + len(s.text)
+            sections.append([s.title, s.level, start, at])
+        else:
+            sections.append([s.title, s.level, s.text])
+    url = None if page.url == title_to_url(page.title) else page.url
+    return pack(
+        [
+            page.text,
+            url,
+            page.description,
+            sections,
+            page.infobox.type if page.infobox else None,
+            list(page.categories),
+            [[x.target, x.anchor, x.sentence, x.field] for x in page.links],
+        ]
+    )
 
 
 class PageStoreWriter:
@@ -76,10 +92,13 @@ class PageStoreWriter:
     def __init__(self, path: str | PathLike) -> None:
         self.path = Path(path)
         if self.path.exists():
-            raise CorpusError(f"{self.path}: already exists; write the store to a new path "
-                              "(builds write to a temporary directory, then rename it)")
+            raise CorpusError(
+                f"{self.path}: already exists; write the store to a new path "
+                "(builds write to a temporary directory, then rename it)"
+            )
         self._db = sqlite3.connect(self.path)
         self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
+        self._counts = dict.fromkeys(_COUNTS, 0)
         self._closed = False
 
     def __enter__(self) -> PageStoreWriter:
@@ -97,35 +116,62 @@ class PageStoreWriter:
             raise CorpusError(f"add_page got {type(page).__name__}, expected a Page")
         db = self._db
         try:
-            db.execute("INSERT INTO pages VALUES (?,?,?,?,?,?,?)",
-                       (page.id, page.title, page.title.lower(), page.url, page.description,
-                        page.text, _parts(page)))
+            db.execute(
+                "INSERT INTO pages VALUES (?,?,?,?)",
+                (page.id, page.title, page.title.lower(), _body(page)),
+            )
         except sqlite3.IntegrityError as e:
-            other = db.execute("SELECT id, title FROM pages WHERE id=? OR title=?",
-                               (page.id, page.title)).fetchone()
+            other = db.execute(
+                "SELECT id, title FROM pages WHERE id=? OR title=?", (page.id, page.title)
+            ).fetchone()
             raise CorpusError(
                 f"page {page.title!r} (id {page.id}) clashes with page {other[1]!r} (id {other[0]}) "
                 "already in the store: the inputs repeat a page id or title; "
-                "build from inputs that do not overlap") from e
-        db.executemany("INSERT INTO links VALUES (?,?,?,?,?,?)",
-                       [(page.id, n, x.target, x.anchor, x.sentence, x.field)
-                        for n, x in enumerate(page.links)])
-        db.executemany("INSERT INTO categories VALUES (?,?)",
-                       [(page.id, c) for c in page.categories])
+                "build from inputs that do not overlap"
+            ) from e
+        db.executemany(
+            "INSERT INTO links VALUES (?,?)",
+            [(t, page.id) for t in dict.fromkeys(x.target for x in page.links)],
+        )
+        db.executemany(
+            "INSERT INTO categories VALUES (?,?)",
+            [(c, page.id) for c in dict.fromkeys(page.categories)],
+        )
         if page.infobox is not None:
-            db.executemany("INSERT INTO infobox VALUES (?,?,?,?,?)",
-                           [(page.id, page.infobox.type, n, k, v)
-                            for n, (k, v) in enumerate(page.infobox.fields)])
-        db.executemany("INSERT INTO citations VALUES (?,?,?,?,?,?,?,?)",
-                       [(page.id, n, c.title, json.dumps(list(c.authors), ensure_ascii=False),
-                         c.year, c.venue, c.doi, c.url) for n, c in enumerate(page.citations)])
+            db.executemany(
+                "INSERT INTO facts VALUES (?,?,?,?)",
+                [(page.id, n, k, v) for n, (k, v) in enumerate(page.infobox.fields)],
+            )
+        if page.citations:
+            db.execute(
+                "INSERT INTO citations VALUES (?,?)",
+                (
+                    page.id,
+                    pack(
+                        [
+                            [c.title, list(c.authors), c.year, c.venue, c.doi, c.url]
+                            for c in page.citations
+                        ]
+                    ),
+                ),
+            )
+        c = self._counts
+        c["pages"] += 1
+        c["links"] += len(page.links)
+        c["categories"] += len(page.categories)
+        c["infoboxes"] += page.infobox is not None
+        c["infobox_fields"] += len(page.infobox.fields) if page.infobox else 0
+        c["citations"] += len(page.citations)
 
     def add_redirect(self, redirect: Redirect) -> None:
         """A redirect; a second one from the same title is ignored (the first wins)."""
         if not isinstance(redirect, Redirect):
             raise CorpusError(f"add_redirect got {type(redirect).__name__}, expected a Redirect")
-        self._db.execute("INSERT OR IGNORE INTO redirects VALUES (?,?,?)",
-                         (redirect.source, redirect.source.lower(), redirect.target))
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO redirects VALUES (?,?,?)",
+            (redirect.source, redirect.source.lower(), redirect.target),
+        )
+        self._counts["redirects"] += cur.rowcount
 
     def add(self, item: Page | Redirect) -> None:
         if isinstance(item, Redirect):
@@ -138,7 +184,10 @@ class PageStoreWriter:
             return
         db = self._db
         db.executescript(_INDEXES)
-        db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        db.executemany(
+            "INSERT INTO meta VALUES (?,?)",
+            [("schema_version", SCHEMA_VERSION), ("counts", json.dumps(self._counts))],
+        )
         db.commit()
         db.execute("VACUUM")
         db.close()
@@ -151,18 +200,23 @@ class PageStore:
     def __init__(self, path: str | PathLike) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise IndexNotBuiltError(f"page store {self.path} does not exist; build it with "
-                                     "`wikisim build INPUT --out DIR`")
+            raise IndexNotBuiltError(
+                f"page store {self.path} does not exist; build it with "
+                "`wikisim build INPUT --out DIR`"
+            )
         self._lock = threading.Lock()
         self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
         try:
             row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.DatabaseError as e:
-            raise IndexNotBuiltError(f"page store {self.path} is not a complete store ({e}); "
-                                     "rebuild it") from e
+            raise IndexNotBuiltError(
+                f"page store {self.path} is not a complete store ({e}); rebuild it"
+            ) from e
         if row is None or row[0] != SCHEMA_VERSION:
-            raise IndexNotBuiltError(f"page store {self.path} has schema {row and row[0]!r}, "
-                                     f"expected {SCHEMA_VERSION!r}; rebuild it")
+            raise IndexNotBuiltError(
+                f"page store {self.path} has schema {row and row[0]!r}, "
+                f"expected {SCHEMA_VERSION!r}; rebuild it"
+            )
         self._titles: list[tuple[str, str]] | None = None
 
     def __getstate__(self) -> dict:
@@ -186,35 +240,54 @@ class PageStore:
         return self._one("SELECT COUNT(*) FROM pages")[0]  # type: ignore[index]
 
     def counts(self) -> dict[str, int]:
-        out = {t: self._one(f"SELECT COUNT(*) FROM {t}")[0] for t in _TABLES}  # type: ignore[index]
-        out["infoboxes"] = self._one("SELECT COUNT(DISTINCT page_id) FROM infobox")[0]  # type: ignore[index]
-        out["infobox_fields"] = out.pop("infobox")
-        return out
+        """Rows written per kind (links and categories as on the pages, before deduplication)."""
+        return json.loads(self._one("SELECT value FROM meta WHERE key='counts'")[0])  # type: ignore[index]
 
     # --- pages -------------------------------------------------------------------------
     def get(self, page_id: int) -> Page | None:
-        row = self._one("SELECT id, title, url, description, text, parts FROM pages WHERE id=?",
-                        (page_id,))
+        row = self._one("SELECT id, title, body FROM pages WHERE id=?", (page_id,))
         return None if row is None else self._page(row)
 
+    def page_text(self, page_id: int) -> str | None:
+        """A page's text alone (the passage store refers to spans of it)."""
+        row = self._one("SELECT body FROM pages WHERE id=?", (page_id,))
+        return None if row is None else unpack(row[0])[0]
+
     def _page(self, row: tuple) -> Page:
-        page_id, title, url, description, text, parts = row
-        sections, infobox, categories, citations = json.loads(parts)
+        page_id, title, body = row
+        text, url, description, sections, infobox_type, categories, links = unpack(body)
+        infobox = None
+        if infobox_type is not None:
+            infobox = Infobox(
+                infobox_type,
+                tuple(
+                    self._all(
+                        "SELECT field, value FROM facts WHERE page_id=? ORDER BY n", (page_id,)
+                    )
+                ),
+            )
         return Page(
-            id=page_id, title=title, text=text, url=url, description=description,
-            sections=tuple(Section(t, lv, x) for t, lv, x in sections),
-            links=tuple(self.links_from(page_id)),
-            infobox=Infobox(infobox[0], tuple((k, v) for k, v in infobox[1])) if infobox else None,
+            id=page_id,
+            title=title,
+            text=text,
+            url=url or "",
+            description=description,
+            sections=tuple(
+                Section(s[0], s[1], text[s[2] : s[3]] if len(s) == 4 else s[2]) for s in sections
+            ),
+            links=tuple(Link(*x) for x in links),
+            infobox=infobox,
             categories=tuple(categories),
-            citations=tuple(Citation(t, tuple(a), y, v, d, u) for t, a, y, v, d, u in citations),
+            citations=tuple(c for _, c in self._citations("WHERE page_id=?", (page_id,))),
         )
 
     def pages(self) -> Iterator[Page]:
         """Every page in id order, streamed."""
         last = -(2**63)
         while True:
-            rows = self._all("SELECT id, title, url, description, text, parts FROM pages "
-                             "WHERE id > ? ORDER BY id LIMIT 256", (last,))
+            rows = self._all(
+                "SELECT id, title, body FROM pages WHERE id > ? ORDER BY id LIMIT 256", (last,)
+            )
             if not rows:
                 return
             for row in rows:
@@ -244,8 +317,9 @@ class PageStore:
         row = self._one("SELECT title FROM pages WHERE lower=? ORDER BY id LIMIT 1", (key.lower(),))
         if row:
             return row[0]
-        row = self._one("SELECT target FROM redirects WHERE lower=? ORDER BY source LIMIT 1",
-                        (key.lower(),))
+        row = self._one(
+            "SELECT target FROM redirects WHERE lower=? ORDER BY source LIMIT 1", (key.lower(),)
+        )
         if row and self._one("SELECT 1 FROM pages WHERE title=?", (row[0],)):
             return row[0]
         return None
@@ -254,8 +328,7 @@ class PageStore:
         resolved = self.resolve_title(title)
         if resolved is None:
             return None
-        row = self._one("SELECT id, title, url, description, text, parts FROM pages WHERE title=?",
-                        (resolved,))
+        row = self._one("SELECT id, title, body FROM pages WHERE title=?", (resolved,))
         return self._page(row) if row else None
 
     def resolve(self, title_or_url: str) -> Page | None:
@@ -275,40 +348,66 @@ class PageStore:
         resolved = self.resolve_title(title)
         if resolved is None:
             return []
-        return [r[0] for r in self._all("SELECT source FROM redirects WHERE target=? "
-                                        "ORDER BY source", (resolved,))]
+        return [
+            r[0]
+            for r in self._all(
+                "SELECT source FROM redirects WHERE target=? ORDER BY source", (resolved,)
+            )
+        ]
 
     def links_from(self, page_id: int) -> list[Link]:
-        return [Link(*r) for r in self._all("SELECT target, anchor, sentence, field FROM links "
-                                            "WHERE page_id=? ORDER BY n", (page_id,))]
+        row = self._one("SELECT body FROM pages WHERE id=?", (page_id,))
+        return [] if row is None else [Link(*x) for x in unpack(row[0])[-1]]
 
     def links_to(self, title: str) -> list[tuple[int, Link]]:
         """(source page id, link) for every link to the page, or to one of its redirects."""
         resolved = self.resolve_title(title) or normalize_title(title)
         names = [resolved, *self.aliases(resolved)]
         marks = ",".join("?" * len(names))
-        rows = self._all(f"SELECT page_id, target, anchor, sentence, field FROM links "
-                         f"WHERE target IN ({marks}) ORDER BY page_id, n", tuple(names))
-        return [(r[0], Link(*r[1:])) for r in rows]
+        sources = self._all(
+            f"SELECT DISTINCT page_id FROM links WHERE target IN ({marks}) ORDER BY page_id",
+            tuple(names),
+        )
+        wanted = set(names)
+        return [
+            (pid, link)
+            for (pid,) in sources
+            for link in self.links_from(pid)
+            if link.target in wanted
+        ]
+
+    def _citations(self, where: str, args: tuple) -> list[tuple[int, Citation]]:
+        rows = self._all(f"SELECT page_id, body FROM citations {where}", args)
+        return [
+            (pid, Citation(title, tuple(authors), year, venue, doi, url))
+            for pid, body in rows
+            for title, authors, year, venue, doi, url in unpack(body)
+        ]
 
     def citations(self) -> Iterator[tuple[int, Citation]]:
-        for pid, title, authors, year, venue, doi, url in self._all(
-                "SELECT page_id, title, authors, year, venue, doi, url FROM citations "
-                "ORDER BY page_id, n"):
-            yield pid, Citation(title, tuple(json.loads(authors)), year, venue, doi, url)
+        """Every citation, by page id then order on the page, streamed 256 pages at a time."""
+        last = -(2**63)
+        while batch := self._citations("WHERE page_id > ? ORDER BY page_id LIMIT 256", (last,)):
+            yield from batch
+            last = batch[-1][0]
 
     def closest_titles(self, text: str, n: int = 5) -> list[str]:
         """Page titles nearest to `text` in spelling (redirects count as their target)."""
         if self._titles is None:
             names = [(t.lower(), t) for _, t in self.titles()]
-            names += [(s.lower(), t) for s, t in self._all(
-                "SELECT r.source, r.target FROM redirects r JOIN pages p ON p.title = r.target")]
+            names += [
+                (s.lower(), t)
+                for s, t in self._all(
+                    "SELECT r.source, r.target FROM redirects r JOIN pages p ON p.title = r.target"
+                )
+            ]
             self._titles = sorted(names)
         keys = [k for k, _ in self._titles]
         target_of = dict(reversed(self._titles))
         out: list[str] = []
-        for key in difflib.get_close_matches(normalize_title(text).lower(), keys, n=4 * n,
-                                             cutoff=0.5):
+        for key in difflib.get_close_matches(
+            normalize_title(text).lower(), keys, n=4 * n, cutoff=0.5
+        ):
             title = target_of[key]
             if title not in out:
                 out.append(title)

@@ -28,6 +28,7 @@ from wikisim.index.manifest import (
     MANIFEST,
     canonical,
     package_versions,
+    read_manifest,
     sha256_file,
     sha256_tree,
     write_manifest,
@@ -57,7 +58,9 @@ class BuildParams:
                 f"passage_words must be in [{MIN_PASSAGE_WORDS}, 2000], got {self.passage_words}"
             )
         if self.dense_index not in _DENSE_KINDS:
-            raise ConfigError(f"dense_index must be one of {_DENSE_KINDS}, got {self.dense_index!r}")
+            raise ConfigError(
+                f"dense_index must be one of {_DENSE_KINDS}, got {self.dense_index!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,15 @@ class BuildReport:
     def format(self) -> str:
         c = self.counts
         lines = [f"built {self.out}  (manifest {self.manifest_hash})"]
-        for key in ("pages", "redirects", "passages", "links", "infoboxes", "citations", "categories"):
+        for key in (
+            "pages",
+            "redirects",
+            "passages",
+            "links",
+            "infoboxes",
+            "citations",
+            "categories",
+        ):
             if key in c:
                 lines.append(f"  {key:<11} {c[key]:>10,}")
         skipped = sum(self.skipped.values())
@@ -97,18 +108,22 @@ def _hash_record(obj: object) -> bytes:
     return repr(obj).encode("utf-8", "surrogatepass") + b"\n"
 
 
-def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, workers: int,
-                  progress: bool) -> dict[str, Any]:
+def _corpus_stage(
+    inputs: Sequence[Path], tmp: Path, params: BuildParams, workers: int, progress: bool
+) -> dict[str, Any]:
     from wikisim.corpus import PageStoreWriter, read_pages
     from wikisim.corpus.page import Redirect
 
     for name in (PAGES, PASSAGES):
         (tmp / name).unlink(missing_ok=True)
     pages_hash, passages_hash = hashlib.sha256(), hashlib.sha256()
-    counts: Counter[str] = Counter(dict.fromkeys(
-        ("pages", "redirects", "passages", "links", "infoboxes", "citations", "categories"), 0))
+    counts: Counter[str] = Counter(
+        dict.fromkeys(
+            ("pages", "redirects", "passages", "links", "infoboxes", "citations", "categories"), 0
+        )
+    )
     store = PageStoreWriter(tmp / PAGES)
-    passages = PassageStoreWriter(tmp / PASSAGES)
+    passages = PassageStoreWriter(tmp / PASSAGES, pages=tmp / PAGES)
     stream = read_pages(list(inputs), workers=workers)
     bar = tqdm(stream, desc="pages", unit=" page", disable=not progress, mininterval=0.5)
     try:
@@ -120,7 +135,7 @@ def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, worker
                 continue
             store.add_page(item)
             cut = split_page(item, params.passage_words)
-            passages.add(cut)
+            passages.add(cut, item.text)
             for p in cut:
                 passages_hash.update(_hash_record(p))
             counts["pages"] += 1
@@ -149,23 +164,45 @@ def _corpus_stage(inputs: Sequence[Path], tmp: Path, params: BuildParams, worker
 def _bm25s_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.sparse_bm25s import BM25_B, BM25_K1, build_bm25s
 
-    n = _index_stage(tmp, "bm25s", lambda store, part: build_bm25s(
-        tqdm(store, desc="bm25s", unit=" passage", total=len(store), disable=not progress), part))
-    return {"docs": n, "method": "lucene", "k1": BM25_K1, "b": BM25_B, "sha256": sha256_tree(tmp / "bm25s")}
+    n = _index_stage(
+        tmp,
+        "bm25s",
+        lambda store, part: build_bm25s(
+            tqdm(store, desc="bm25s", unit=" passage", total=len(store), disable=not progress), part
+        ),
+    )
+    return {
+        "docs": n,
+        "method": "lucene",
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "sha256": sha256_tree(tmp / "bm25s"),
+    }
 
 
 def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.sparse_lucene import build_lucene
 
-    return _index_stage(tmp, "lucene", lambda store, part: build_lucene(
-        tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress), part))
+    return _index_stage(
+        tmp,
+        "lucene",
+        lambda store, part: build_lucene(
+            tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress),
+            part,
+        ),
+    )
 
 
 def _dense_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
     from wikisim.index.dense import build_dense
 
-    return _index_stage(tmp, "dense", lambda store, part: build_dense(
-        store, part, model_path=params.model_path, kind=params.dense_index, progress=progress))
+    return _index_stage(
+        tmp,
+        "dense",
+        lambda store, part: build_dense(
+            store, part, model_path=params.model_path, kind=params.dense_index, progress=progress
+        ),
+    )
 
 
 def _index_stage(tmp: Path, name: str, build: Callable[[PassageStore, Path], _T]) -> _T:
@@ -238,8 +275,13 @@ def build(
         raise ConfigError(
             f"{out} exists and is not a wikisim index (no {MANIFEST}); choose another --out or remove it"
         )
-    params = BuildParams(passage_words, dense, lucene, dense_index,
-                         str(model_path) if model_path is not None else None)
+    params = BuildParams(
+        passage_words,
+        dense,
+        lucene,
+        dense_index,
+        str(model_path) if model_path is not None else None,
+    )
     paths = [Path(p) for p in inputs]
     records = [_input_record(p) for p in paths]
     versions = package_versions()
@@ -247,7 +289,12 @@ def build(
         from wikisim.index.dense import model_record
 
         versions["embedding_model"] = model_record(params.model_path)
-    key = {"format": FORMAT, "inputs": records, "params": _params_record(params), "versions": versions}
+    key = {
+        "format": FORMAT,
+        "inputs": records,
+        "params": _params_record(params),
+        "versions": versions,
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = building_dir(out)
     done = _prepare(tmp, key)
@@ -275,13 +322,25 @@ def build(
         timings[name] = time.perf_counter() - t0
         record.write_bytes(canonical(results[name]))
     corpus = results.pop("corpus")
-    manifest = {**key, "counts": corpus["counts"], "skipped": corpus["skipped"],
-                "content": corpus["content"], "indexes": results}
+    manifest = {
+        **key,
+        "counts": corpus["counts"],
+        "skipped": corpus["skipped"],
+        "content": corpus["content"],
+        "indexes": results,
+    }
     shutil.rmtree(tmp / ".stages")
     digest = write_manifest(tmp, manifest)
     _publish(tmp, out)
-    return BuildReport(out, digest, corpus["counts"], corpus["skipped"], time.perf_counter() - start,
-                       timings, tuple(n for n, _ in stages if n in done))
+    return BuildReport(
+        out,
+        digest,
+        corpus["counts"],
+        corpus["skipped"],
+        time.perf_counter() - start,
+        timings,
+        tuple(n for n, _ in stages if n in done),
+    )
 
 
 def _params_record(params: BuildParams) -> dict[str, Any]:
@@ -294,12 +353,15 @@ def _params_record(params: BuildParams) -> dict[str, Any]:
 def ensure_sample_index(dense: bool = False) -> Path:
     """The bundled 2014 sample built into the cache once (bm25s and Lucene; dense if asked).
 
-    A dense build also serves sparse callers, so it is reused when present.
+    A dense build also serves sparse callers, so it is reused when present; one in an
+    older format is rebuilt.
     """
     root = cache_dir() / "indexes"
-    candidates = [root / "enwiki-2014-sample-dense"] + ([] if dense else [root / "enwiki-2014-sample"])
+    candidates = [root / "enwiki-2014-sample-dense"] + (
+        [] if dense else [root / "enwiki-2014-sample"]
+    )
     for path in candidates:
-        if (path / MANIFEST).is_file():
+        if (path / MANIFEST).is_file() and read_manifest(path).get("format") == FORMAT:
             open_index(path)
             return path
     out = candidates[-1] if not dense else candidates[0]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
 from wikisim.index.base import Retriever
-from wikisim.index.manifest import MANIFEST, manifest_hash, read_manifest, sha256_file
+from wikisim.index.manifest import FORMAT, MANIFEST, manifest_hash, read_manifest, sha256_file
 from wikisim.index.passages import PassageStore
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ class Index:
         from wikisim.corpus import PageStore
 
         if self.prebuilt:
-            raise IndexNotBuiltError(f"{self.path} is a bare Lucene index: it has no page store; {_fix(self.path)}")
+            raise IndexNotBuiltError(
+                f"{self.path} is a bare Lucene index: it has no page store; {_fix(self.path)}"
+            )
         return PageStore(self.path / PAGES)
 
     @cached_property
@@ -97,7 +99,9 @@ class Index:
         if backend == "dense":
             from wikisim.index.dense import DenseRetriever
 
-            return DenseRetriever(self.path / "dense", self.passages, self.manifest, self.manifest_hash)
+            return DenseRetriever(
+                self.path / "dense", self.passages, self.manifest, self.manifest_hash
+            )
         from wikisim.index.hybrid import HybridRetriever
 
         sparse = "bm25s" if "bm25s" in self.backends else "lucene"
@@ -108,7 +112,9 @@ def _prebuilt_manifest(path: Path) -> dict[str, Any]:
     """A content id for a Lucene index we did not build: its small files hashed, sizes of the rest."""
     files = {}
     for f in sorted(p for p in path.iterdir() if p.is_file()):
-        files[f.name] = sha256_file(f) if f.stat().st_size < (1 << 20) else f"{f.stat().st_size} bytes"
+        files[f.name] = (
+            sha256_file(f) if f.stat().st_size < (1 << 20) else f"{f.stat().st_size} bytes"
+        )
     return {"kind": "lucene-prebuilt", "indexes": {"lucene": {"files": files}}}
 
 
@@ -129,10 +135,17 @@ def open_index(path: str | Path) -> Index:
         raise IndexNotBuiltError(f"no index at {path}; {_fix(path)}")
     if (path / MANIFEST).is_file():
         manifest = read_manifest(path)
+        if manifest.get("format") != FORMAT:
+            raise IndexNotBuiltError(
+                f"index {path} is in format {manifest.get('format')!r}; this wikisim reads "
+                f"format {FORMAT}: rebuild it, {_fix(path)}"
+            )
         missing = [n for n in (PAGES, PASSAGES) if not (path / n).is_file()]
         missing += [n + "/" for n in manifest.get("indexes", {}) if not (path / n).is_dir()]
         if missing:
-            raise IndexNotBuiltError(f"index {path} is damaged: missing {', '.join(missing)}; {_fix(path)}")
+            raise IndexNotBuiltError(
+                f"index {path} is damaged: missing {', '.join(missing)}; {_fix(path)}"
+            )
         return Index(path, manifest)
     if is_lucene_dir(path):
         return Index(path, _prebuilt_manifest(path))

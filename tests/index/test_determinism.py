@@ -1,0 +1,64 @@
+"""A build is a pure function of its inputs: separate processes under different string-hash
+seeds give the same manifest hash and the same bytes (Lucene's files aside: its segment
+ids are random, so its manifest entry hashes what went in)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikisim.index.manifest import MANIFEST, manifest_hash
+from wikisim.paths import DATA_DIR, SAMPLE_DUMP
+
+
+def _build(inputs: list[Path], out: Path, seed: str, *flags: str) -> dict[str, str]:
+    """Build in a fresh interpreter under PYTHONHASHSEED=seed; manifest hash and every file's sha256."""
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wikisim",
+            "build",
+            *map(str, inputs),
+            "--out",
+            str(out),
+            "--quiet",
+            *flags,
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    files = {
+        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+    files["manifest hash"] = manifest_hash(json.loads((out / MANIFEST).read_text(encoding="utf-8")))
+    return files
+
+
+def test_sample_builds_alike_under_two_hash_seeds(tmp_path: Path) -> None:
+    a = _build([SAMPLE_DUMP], tmp_path / "a", "1", "--no-dense", "--no-lucene")
+    b = _build([SAMPLE_DUMP], tmp_path / "b", "2", "--no-dense", "--no-lucene")
+    assert {"bm25s/vocab.index.json", "pages.sqlite", "passages.sqlite"} <= a.keys()
+    assert a == b
+
+
+@pytest.mark.slow
+def test_dense_builds_alike_under_two_hash_seeds(tmp_path: Path) -> None:
+    lines = (
+        (DATA_DIR / "dumps" / "wiki18-passages-1000.jsonl").read_text(encoding="utf-8").splitlines()
+    )
+    small = tmp_path / "wiki18-60.jsonl"
+    small.write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
+    a = _build([small], tmp_path / "a", "3", "--no-lucene", "--dense-index", "ivf")
+    b = _build([small], tmp_path / "b", "4", "--no-lucene", "--dense-index", "ivf")
+    assert "dense/index.faiss" in a and a == b
