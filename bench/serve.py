@@ -1,6 +1,11 @@
 """Throughput and latency of `wikisim serve` (BM25 search) vs the in-process backend, same run.
 
-Usage: .venv/bin/python -m bench.serve [--index DIR] [--requests 3000] [--clients 1 4 16] [--workers 1]
+Usage: .venv/bin/python -m bench.serve [--index DIR] [--requests 3000] [--clients 16 64 200] [--workers 1]
+                                       [--routes search retrieve serper jina]
+
+Routes: `search` (POST /search, k=10), `retrieve` (Search-R1's POST /retrieve, topk=3 with
+scores), `serper` (POST /serper/search, num=10), `jina` (GET /jina/<page URL>); each answer is
+checked against the in-process one (hits, passages and scores, organic results, page Markdown).
 
 Starts `wikisim serve --index DIR --port 0` as a subprocess. The clients cost the server as
 little CPU as possible, since they share the machine's cores with it: one process (uvloop
@@ -68,10 +73,49 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
     return {"p50_ms": qs[49] * 1000, "p99_ms": qs[98] * 1000, "mean_ms": statistics.fmean(latencies) * 1000}
 
 
-def request(host: str, query: str) -> bytes:
-    body = json.dumps({"queries": [query], "k": 10}).encode()
-    return (f"POST /search HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+ROUTES = ("search", "retrieve", "serper", "jina")
+
+
+def request(route: str, host: str, query: str) -> bytes:
+    """The raw HTTP/1.1 request of one call on `route` (a page title for jina, a query otherwise)."""
+    if route == "jina":
+        from wikisim.corpus.page import title_to_url
+
+        return f"GET /jina/{title_to_url(query)} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    path, payload = {"search": ("/search", {"queries": [query], "k": 10}),
+                     "retrieve": ("/retrieve", {"query": query, "topk": 3, "return_scores": True}),
+                     "serper": ("/serper/search", {"q": query, "num": 10})}[route]
+    body = json.dumps(payload).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def expected_answer(route: str, local, query: str) -> str:
+    """The digest of what the route must answer for `query`, computed in this process."""
+    if route == "search":
+        return digest(local.search([query], 10)[0])
+    if route == "retrieve":
+        return digest([(h.docid, h.score) for h in local.retriever.search([query], 3)[0]])
+    if route == "serper":
+        return digest([(h.title, h.url, h.snippet) for h in local.search([query], 10)[0]])
+    from wikisim.integrations.routes_compat import page_markdown
+
+    page = local.index.store.resolve(query)
+    return digest(page_markdown(page, local.index.passages.for_page(page.id)))
+
+
+def answer_digest(route: str, body: bytes) -> str:
+    """The digest of a served answer, in the form `expected_answer` digests."""
+    if route == "jina":
+        return digest(body.decode("utf-8").split("Markdown Content:\n", 1)[1])
+    data = json.loads(body)
+    if route == "search":
+        from wikisim.backends.cache import decode
+
+        return digest(decode("search", data["results"][0]))
+    if route == "retrieve":
+        return digest([(r["document"]["id"], r["score"]) for r in data["result"][0]])
+    return digest([(o["title"], o["link"], o["snippet"]) for o in data["organic"]])
 
 
 async def one_client(host: str, port: int, jobs: list[tuple[str, bytes]], lat: list[float],
@@ -99,7 +143,7 @@ async def one_client(host: str, port: int, jobs: list[tuple[str, bytes]], lat: l
     writer.close()
 
 
-def client_process(url: str, jobs: list[list[str]], go, out) -> None:
+def client_process(url: str, route: str, jobs: list[list[str]], go, out) -> None:
     """Every client as an asyncio task in this one process."""
     try:
         import uvloop
@@ -107,7 +151,7 @@ def client_process(url: str, jobs: list[list[str]], go, out) -> None:
         uvloop = None
     parts = urlsplit(url)
     host, port = parts.hostname, parts.port
-    prepared = [[(q, request(host, q)) for q in job] for job in jobs]
+    prepared = [[(q, request(route, host, q)) for q in job] for job in jobs]
     lat: list[float] = []
     answers: Counter = Counter()
     failures: list[int] = []
@@ -120,13 +164,11 @@ def client_process(url: str, jobs: list[list[str]], go, out) -> None:
     out.put((lat, len(failures), dict(answers)))
 
 
-def run_level(url: str, clients: int, queries: list[str], n: int, expected: dict[str, str]) -> dict:
-    from wikisim.backends.cache import decode
-
+def run_level(url: str, route: str, clients: int, queries: list[str], n: int, expected: dict[str, str]) -> dict:
     ctx = mp.get_context("spawn")
     jobs = [[queries[i % len(queries)] for i in range(c, n, clients)] for c in range(clients)]
     go, out = ctx.Event(), ctx.Queue()
-    proc = ctx.Process(target=client_process, args=(url, jobs, go, out))
+    proc = ctx.Process(target=client_process, args=(url, route, jobs, go, out))
     proc.start()
     time.sleep(2.0)  # let the client process start before the clock does
     start = time.perf_counter()
@@ -135,8 +177,8 @@ def run_level(url: str, clients: int, queries: list[str], n: int, expected: dict
     elapsed = time.perf_counter() - start
     proc.join(timeout=30)
     mismatches = sum(count for (q, body), count in answers.items()
-                     if digest(decode("search", json.loads(body)["results"][0])) != expected[q])
-    return {"clients": clients, "requests": n, "seconds": elapsed, "req_per_s": len(latencies) / elapsed,
+                     if answer_digest(route, body) != expected[q])
+    return {"route": route, "clients": clients, "requests": n, "seconds": elapsed, "req_per_s": len(latencies) / elapsed,
             "failures": failures, "mismatches": mismatches, **percentiles(latencies)}
 
 
@@ -144,7 +186,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=None, help="built index (default: the bundled sample)")
     parser.add_argument("--requests", type=int, default=3000, help="requests per client level")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--clients", type=int, nargs="+", default=[16, 64, 200])
+    parser.add_argument("--routes", nargs="+", default=list(ROUTES), choices=ROUTES)
     parser.add_argument("--workers", type=int, default=1, help="wikisim serve --workers")
     args = parser.parse_args()
     from wikisim.backends.wiki import WikiBackend
@@ -156,7 +199,7 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     local = WikiBackend(args.index, retriever="bm25s")
     queries = [title for _, title in local.index.store.titles()][:200]
-    expected = {q: digest(local.search([q], 10)[0]) for q in queries}
+    expected = {route: {q: expected_answer(route, local, q) for q in queries} for route in args.routes}
 
     lat = []
     start = time.perf_counter()
@@ -170,11 +213,12 @@ def main() -> None:
     for memo_size in (0, 4096):  # cold: every request searches; hot: repeated queries come from the memo
         proc, url = start_server(args.index, memo_size, args.workers)
         try:
-            for c in tqdm(args.clients, desc=f"memo {memo_size}", leave=False):
-                cpu = cpu_seconds(proc.pid)
-                level = run_level(url, c, queries, args.requests, expected)
-                level["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - cpu) * 1000 / args.requests
-                levels.append({"memo": memo_size > 0, **level})
+            for route in args.routes:
+                for c in tqdm(args.clients, desc=f"{route} memo {memo_size}", leave=False):
+                    cpu = cpu_seconds(proc.pid)
+                    level = run_level(url, route, c, queries, args.requests, expected[route])
+                    level["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - cpu) * 1000 / args.requests
+                    levels.append({"memo": memo_size > 0, **level})
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -184,10 +228,10 @@ def main() -> None:
           f"{args.workers}  load avg at start {load_start:.1f}, at end {load:.1f}")
     print(f"in-process WikiBackend.search: {baseline['req_per_s']:.0f} req/s, "
           f"p50 {baseline['p50_ms']:.2f} ms, p99 {baseline['p99_ms']:.2f} ms")
-    print(f"{'memo':>5} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'fail':>5} {'diff':>5} "
+    print(f"{'route':>8} {'memo':>5} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'fail':>5} {'diff':>5} "
           f"{'vs in-process':>14} {'server CPU ms/req':>18} {'=> req/s per free core':>23}")
     for r in levels:
-        print(f"{'hot' if r['memo'] else 'off':>5} {r['clients']:>7} {r['req_per_s']:>8.0f} {r['p50_ms']:>8.2f} "
+        print(f"{r['route']:>8} {'hot' if r['memo'] else 'off':>5} {r['clients']:>7} {r['req_per_s']:>8.0f} {r['p50_ms']:>8.2f} "
               f"{r['p99_ms']:>8.2f} {r['failures']:>5} {r['mismatches']:>5} "
               f"{r['req_per_s'] / baseline['req_per_s']:>13.2f}x {r['server_cpu_ms_per_req']:>18.3f} "
               f"{1000 / max(r['server_cpu_ms_per_req'], 1e-9):>23.0f}")

@@ -1,12 +1,13 @@
-"""The retrieval server behind `wikisim serve`: search, visit and scholar over HTTP (JSON).
+"""The retrieval server behind `wikisim serve`: search, visit and scholar over HTTP (JSON or msgpack),
+and the routes other stacks call (`routes_compat`: /retrieve, /access, /serper/search, /jina/<url>).
 
 Why: one loaded index shared by any number of env workers on any number of machines, with
 the same answers as the in-process backend (the JSON form of `wikisim.backends.cache` is
-lossless). Since the backend is a pure function of the call, answers are memoised (LRU). Starlette on uvicorn; the backend runs inline on the event loop's one thread, so
-a backend that is not thread-safe (SQLite handles, scorers) stays safe and answers are
-computed in arrival order. Limits bound every request; a bad one gets a 4xx JSON error
-`{"error": {"status", "message"}}` that says what to change.
-"""
+lossless). Since the backend is a pure function of the call, answers are memoised (LRU).
+Starlette on uvicorn; the backend runs inline on the event loop's one thread, so a backend
+that is not thread-safe (SQLite handles, scorers) stays safe and answers are computed in
+arrival order. Limits bound every request; a bad one gets a 4xx JSON error
+`{"error": {"status", "message"}}` that names the field to change."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import json
 import math
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -27,6 +29,21 @@ from wikisim import __version__
 from wikisim.backends.base import Backend
 from wikisim.backends.cache import encode
 from wikisim.errors import ConfigError, ToolCallError, WikisimError
+from wikisim.integrations.endpoint import (
+    BadRequest,
+    Endpoint,
+    Reply,
+    as_object,
+    decode_body,
+    dump,
+    integer,
+    strings,
+    wants_msgpack,
+)
+from wikisim.integrations.routes_compat import CompatRoutes
+
+if TYPE_CHECKING:
+    from wikisim.backends.wiki import WikiBackend
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf)
 
@@ -48,12 +65,6 @@ class ServerLimits:
         for name in ("max_body_bytes", "max_queries", "max_k", "max_query_chars", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ServerLimits.{name} must be >= 1, got {getattr(self, name)}")
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -94,11 +105,16 @@ class Metrics:
 
 
 class _Handlers:
+    """Every route answers through `_run`: decode, validate, memo, answer, metrics."""
+
     def __init__(self, backend: Backend, limits: ServerLimits):
         self.backend, self.limits, self.metrics = backend, limits, Metrics()
-        self.memo: OrderedDict[str, bytes] = OrderedDict()
+        self.memo: OrderedDict[str, Reply] = OrderedDict()
+        self.endpoints = {name: Endpoint(name, self._args_for(name), self._answer)
+                          for name in ("search", "visit", "scholar")}
+        self.endpoints.update(CompatRoutes(backend, limits).endpoints())
 
-    async def _json(self, request: Request) -> dict[str, Any]:
+    async def _body(self, request: Request) -> Any:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.limits.max_body_bytes:
             raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.limits.max_body_bytes}")
@@ -107,87 +123,76 @@ class _Handlers:
             body += chunk
             if len(body) > self.limits.max_body_bytes:
                 raise BadRequest(413, f"body exceeds the limit of {self.limits.max_body_bytes} bytes")
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise BadRequest(400, f"body is not valid JSON ({e}); send a JSON object") from None
-        if not isinstance(data, dict):
-            raise BadRequest(400, f"body must be a JSON object, got {type(data).__name__}")
-        return data
+        return decode_body(body, request.headers.get("content-type", ""))
 
-    def _int(self, data: dict[str, Any], key: str, default: int, most: int) -> int:
-        value = data.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
-            raise BadRequest(400, f"{key!r} must be an integer from 1 to {most}, got {value!r}")
-        return value
-
-    def _queries(self, data: dict[str, Any]) -> list[str]:
-        queries = data.get("queries")
-        if isinstance(queries, str):
-            queries = [queries]
-        if not isinstance(queries, list) or not queries:
-            raise BadRequest(400, f"'queries' must be a non-empty list of strings, got {queries!r}"[:300])
-        if len(queries) > self.limits.max_queries:
-            raise BadRequest(400, f"{len(queries)} queries in one request; the limit is {self.limits.max_queries}")
-        for i, q in enumerate(queries):
-            if not isinstance(q, str) or not q.strip():
-                raise BadRequest(400, f"query {i} is empty or not a string: {q!r}"[:300])
-            if len(q) > self.limits.max_query_chars:
-                raise BadRequest(400, f"query {i} has {len(q)} characters; the limit is {self.limits.max_query_chars}")
-        return queries
-
-    async def _run(self, endpoint: str, request: Request) -> Response:
+    async def _run(self, endpoint: Endpoint, request: Request, data: Any = None) -> Response:
+        """Answer `request` on `endpoint`; `data` stands in for the body (GET routes read the path)."""
         start = time.perf_counter()
         try:
-            args = self._args(endpoint, await self._json(request))
-            key = json.dumps([endpoint, args], ensure_ascii=False)
-            body = self.memo.get(key)
-            if body is None:
-                body = self._answer(endpoint, args)
+            packed = wants_msgpack(request.headers)
+            args = endpoint.args(await self._body(request) if data is None else data)
+            key = json.dumps([endpoint.name, packed, args], ensure_ascii=False)
+            reply = self.memo.get(key)
+            if reply is None:
+                reply = endpoint.answer(args, packed)
                 if self.limits.memo_size:
-                    self.memo[key] = body
+                    self.memo[key] = reply
                     if len(self.memo) > self.limits.memo_size:
                         self.memo.popitem(last=False)
             else:
                 self.memo.move_to_end(key)
                 self.metrics.memo_hits += 1
-            response = Response(body, media_type="application/json")
+            response = Response(reply.body, status_code=reply.status, media_type=reply.media_type)
         except BadRequest as e:
             response = _error(e.status, str(e))
         except (ConfigError, ToolCallError) as e:
             response = _error(400, str(e))
         except WikisimError as e:
             response = _error(503, f"the backend failed: {e}")
-        self.metrics.observe(endpoint, response.status_code, time.perf_counter() - start)
+        self.metrics.observe(endpoint.name, response.status_code, time.perf_counter() - start)
         return response
 
-    def _args(self, endpoint: str, data: dict[str, Any]) -> dict[str, Any]:
-        """The validated arguments of a call (also the memo key)."""
-        if endpoint == "visit":
-            url, goal = data.get("url"), data.get("goal", "")
-            if not isinstance(url, str) or not url.strip():
-                raise BadRequest(400, f"'url' must be a non-empty string, got {url!r}"[:300])
-            if not isinstance(goal, str) or len(goal) > self.limits.max_query_chars:
-                raise BadRequest(400, f"'goal' must be a string of at most {self.limits.max_query_chars} characters")
-            return {"url": url, "goal": goal, "max_tokens": self._int(data, "max_tokens", 1500, self.limits.max_tokens)}
-        return {"queries": self._queries(data), "k": self._int(data, "k", 10, self.limits.max_k)}
+    def _args_for(self, endpoint: str) -> Callable[[Any], dict[str, Any]]:
+        """The validated arguments of a native call (also the memo key)."""
 
-    def _answer(self, endpoint: str, args: dict[str, Any]) -> bytes:
+        def args(data: Any) -> dict[str, Any]:
+            data = as_object(data)
+            if endpoint == "visit":
+                url, goal = data.get("url"), data.get("goal", "")
+                if not isinstance(url, str) or not url.strip():
+                    raise BadRequest(400, f"'url' must be a non-empty string, got {url!r}"[:300])
+                if not isinstance(goal, str) or len(goal) > self.limits.max_query_chars:
+                    raise BadRequest(400, f"'goal' must be a string of at most {self.limits.max_query_chars} characters")
+                max_tokens = integer(data, ("max_tokens",), 1500, self.limits.max_tokens)
+                return {"endpoint": endpoint, "url": url, "goal": goal, "max_tokens": max_tokens}
+            queries = strings(data.get("queries"), "queries", self.limits.max_queries, self.limits.max_query_chars)
+            return {"endpoint": endpoint, "queries": queries, "k": integer(data, ("k",), 10, self.limits.max_k)}
+
+        return args
+
+    def _answer(self, args: dict[str, Any], packed: bool) -> Reply:
+        endpoint = args["endpoint"]
         if endpoint == "visit":
-            payload: dict[str, Any] = {"page": encode("visit", self.backend.visit(**args))}
+            payload: dict[str, Any] = {"page": encode("visit", self.backend.visit(args["url"], args["goal"],
+                                                                                args["max_tokens"]))}
         else:
             results = getattr(self.backend, endpoint)(args["queries"], args["k"])
             payload = {"results": [encode(endpoint, hits) for hits in results]}
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return dump(payload, packed)
 
-    async def search(self, request: Request) -> Response:
-        return await self._run("search", request)
+    def route(self, name: str) -> Callable[[Request], Awaitable[Response]]:
+        endpoint = self.endpoints[name]
 
-    async def visit(self, request: Request) -> Response:
-        return await self._run("visit", request)
+        async def handle(request: Request) -> Response:
+            return await self._run(endpoint, request)
 
-    async def scholar(self, request: Request) -> Response:
-        return await self._run("scholar", request)
+        return handle
+
+    async def jina(self, request: Request) -> Response:
+        """GET /jina/<url>: the target is the rest of the path (and its query string, if any)."""
+        target = request.path_params["url"] + (f"?{request.url.query}" if request.url.query else "")
+        as_json = "application/json" in request.headers.get("accept", "")
+        return await self._run(self.endpoints["jina"], request, (target, as_json))
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "backend": self.backend.name,
@@ -199,18 +204,20 @@ class _Handlers:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    hint = {404: f"no endpoint {request.url.path}; use POST /search, /visit, /scholar or GET /health, /metrics",
+    hint = {404: f"no endpoint {request.url.path}; use POST /search, /visit, /scholar, /retrieve, /access, "
+                 "/serper/search, GET /jina/<url>, /health or /metrics",
             405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
     return _error(exc.status_code, hint)
 
 
-def create_app(backend: Backend, limits: ServerLimits | None = None) -> Starlette:
-    """The ASGI app serving `backend`; run it with uvicorn (see `wikisim.commands.serve`)."""
+def create_app(backend: WikiBackend, limits: ServerLimits | None = None) -> Starlette:
+    """The ASGI app serving `backend` (a local index); run it with uvicorn (see `wikisim.commands.serve`)."""
     h = _Handlers(backend, limits or ServerLimits())
-    routes = [
-        Route("/search", h.search, methods=["POST"]),
-        Route("/visit", h.visit, methods=["POST"]),
-        Route("/scholar", h.scholar, methods=["POST"]),
+    post = ("search", "visit", "scholar", "retrieve", "access")
+    routes = [Route(f"/{name}", h.route(name), methods=["POST"]) for name in post]
+    routes += [
+        Route("/serper/search", h.route("serper_search"), methods=["POST"]),
+        Route("/jina/{url:path}", h.jina, methods=["GET"]),
         Route("/health", h.health, methods=["GET"]),
         Route("/metrics", h.prometheus, methods=["GET"]),
     ]
