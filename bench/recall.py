@@ -1,39 +1,62 @@
-"""Recall@10 of gold supporting titles on HotpotQA-100 and MuSiQue-100, every backend.
+"""Retrieval quality of every backend on HotpotQA-100 and MuSiQue-100, measured with ir-measures.
 
 Each QA set is searched over its own bundled corpus (built once into the cache with every
-backend). HotpotQA questions 0-49 are the DEV half, the only data hybrid fusion is ever
-tuned on (`--tune`); questions 50-99 and all of MuSiQue-100 are test, reported only.
+backend). A question's relevant documents are its gold supporting titles. Two views of a
+ranking: "page" (the first passage of each page, as the env's search tool lists them, 10
+pages) and "passage" (the 10 best passages, the titles among them). Measures: R@10,
+nDCG@10 and RR@10 (MRR), each mean with a 95% bootstrap interval over questions for R@10.
+
+Splits, fixed: questions 0-49 of each set are TRAIN, the only questions the default
+retriever's settings (title weight, fusion weight, RRF k, depth) are ever tuned on
+(`--tune`, 100 questions); questions 50-99 of each set are TEST, only ever reported.
+"hybrid-v0" is the previous default (RRF k 60, dense weight 0.6, depth 100, no title
+field), kept in the table so every run shows before and after side by side.
 
     .venv/bin/python bench/recall.py            # report (writes bench/results/recall.json)
-    .venv/bin/python bench/recall.py --tune     # grid-search RRF on the dev half, then report
+    .venv/bin/python bench/recall.py --tune     # grid-search the default on TRAIN, then report
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from pathlib import Path
 
+import ir_measures
+from ir_measures import RR, R, nDCG
+
+from agent.eval.stats import bootstrap_mean
 from wikisim.index import open_index
 from wikisim.index.build import build
-from wikisim.index.hybrid import FUSION_DEPTH, FusionParams, fuse
+from wikisim.index.hybrid import FusionParams, HybridRetriever, fuse
 from wikisim.index.ranked import Ranked
 from wikisim.paths import QA_DIR, cache_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K = 10
-DEV = slice(0, 50)
-RRF_KS = (60.0, 1.0, 5.0, 10.0, 20.0, 40.0, 100.0)  # the default first: it wins ties
-DENSE_WEIGHTS = (0.5, 0.3, 0.4, 0.6, 0.7)
+SPLITS = {"train": slice(0, 50), "test": slice(50, 100)}
+MEASURES = (R @ K, nDCG @ K, RR @ K)
+PREVIOUS = FusionParams(rrf_k=60.0, dense_weight=0.6, depth=100, title_weight=0.0)
+GRID = {  # the shipped default first in each axis: it wins ties
+    "title_weight": (0.5, 0.0, 0.25, 0.75, 1.0),
+    "rrf_k": (40.0, 10.0, 20.0, 60.0, 100.0),
+    "dense_weight": (0.6, 0.4, 0.5, 0.7),
+    "depth": (200, 50, 100),
+}
+DEPTH = max(GRID["depth"])
+COLUMNS = ("bm25s", "lucene", "dense", "hybrid-v0", "hybrid")
 
 
 def load_qa(name: str) -> tuple[list[str], list[set[str]]]:
     data = json.loads((QA_DIR / f"{name}-train-100.json").read_text(encoding="utf-8"))
     if name == "hotpotqa":
         return [q["question"] for q in data], [{t for t, _ in q["supporting_facts"]} for q in data]
-    return ([q["question"] for q in data],
-            [{p["title"] for p in q["paragraphs"] if p["is_supporting"]} for q in data])
+    return (
+        [q["question"] for q in data],
+        [{p["title"] for p in q["paragraphs"] if p["is_supporting"]} for q in data],
+    )
 
 
 def corpus_index(name: str) -> Path:
@@ -44,65 +67,151 @@ def corpus_index(name: str) -> Path:
     return out
 
 
-def recall(ranked: list[Ranked], gold: list[set[str]], titles: dict[str, str]) -> float:
-    per_q = [len(g & {titles[d] for d, _ in r[:K]}) / len(g) for r, g in zip(ranked, gold, strict=True)]
-    return sum(per_q) / len(per_q)
+def titles_of(ranked: Ranked, title: dict[str, str], view: str) -> list[str]:
+    """The titles of a ranking's top K, in order, each once: K passages, or K pages."""
+    out: list[str] = []
+    for docid, _ in ranked if view == "page" else ranked[:K]:
+        if title[docid] not in out:
+            out.append(title[docid])
+        if len(out) == K:
+            break
+    return out
 
 
-def ranked_lists(index, questions: list[str]) -> dict[str, list[Ranked]]:
+def evaluate(
+    lists: list[Ranked], gold: list[set[str]], title: dict[str, str], view: str, rows: slice
+) -> dict[str, float]:
+    """Mean R@10, nDCG@10, RR@10 over the questions in `rows`, and R@10's 95% interval."""
+    ids = [str(i) for i in range(len(lists))][rows]
+    qrels = {q: dict.fromkeys(gold[int(q)], 1) for q in ids}
+    run = {
+        q: {t: float(K - r) for r, t in enumerate(titles_of(lists[int(q)], title, view))}
+        for q in ids
+    }
+    per_query: dict[str, dict[str, float]] = {str(m): dict.fromkeys(ids, 0.0) for m in MEASURES}
+    for m in ir_measures.iter_calc(MEASURES, qrels, run):
+        per_query[str(m.measure)][m.query_id] = m.value
+    out = {name: sum(v.values()) / len(ids) for name, v in per_query.items()}
+    ci = bootstrap_mean(list(per_query[str(R @ K)].values()), seed=0)
+    out["R@10_low"], out["R@10_high"] = ci.low, ci.high
+    return out
+
+
+def backend_lists(index, questions: list[str]) -> dict[str, list[Ranked]]:
     out = {}
     for backend in ("bm25s", "lucene", "dense"):
         t0 = time.perf_counter()
-        out[backend] = index.retriever(backend).ranked(questions, FUSION_DEPTH)
+        out[backend] = index.retriever(backend).ranked(questions, DEPTH)
         print(f"  {backend:<7} {len(questions)} queries in {time.perf_counter() - t0:.1f}s")
     return out
 
 
-def fused(lists: dict[str, list[Ranked]], params: FusionParams) -> list[Ranked]:
-    return [fuse(s, d, params) for s, d in zip(lists["bm25s"], lists["dense"], strict=True)]
+def hybrid_lists(
+    hybrid: HybridRetriever,
+    questions: list[str],
+    lists: dict[str, list[Ranked]],
+    params: FusionParams,
+) -> list[Ranked]:
+    """What `hybrid` with `params` returns, from lists ranked once (title field, then fusion)."""
+    sparse = [r[: params.depth] for r in lists["bm25s"]]
+    if hybrid.titles is not None:
+        sparse = [
+            hybrid.titles.boost(q, r, params.title_weight)
+            for q, r in zip(questions, sparse, strict=True)
+        ]
+    return [fuse(s, d[: params.depth], params) for s, d in zip(sparse, lists["dense"], strict=True)]
 
 
-def tune(lists: dict[str, list[Ranked]], gold: list[set[str]], titles: dict[str, str]) -> dict:
-    dev = {b: v[DEV] for b, v in lists.items()}
+def tune(sets: dict[str, dict]) -> dict:
+    """Grid search on the TRAIN halves: mean page-level R@10 over both sets' 50 train questions."""
     grid = []
-    for rrf_k in RRF_KS:
-        for w in DENSE_WEIGHTS:
-            params = FusionParams(rrf_k=rrf_k, dense_weight=w)
-            grid.append({"rrf_k": rrf_k, "dense_weight": w, "dev_recall": recall(fused(dev, params), gold[DEV], titles)})
-    best = max(grid, key=lambda g: g["dev_recall"])  # first best in grid order
-    print(f"tuned on HotpotQA-100 dev (questions 0-49): rrf_k={best['rrf_k']} "
-          f"dense_weight={best['dense_weight']} dev recall@10={best['dev_recall']:.3f}")
+    for values in itertools.product(*GRID.values()):
+        params = FusionParams(**dict(zip(GRID, values, strict=True)))
+        scores = [
+            evaluate(
+                hybrid_lists(s["hybrid"], s["questions"], s["lists"], params),
+                s["gold"],
+                s["title"],
+                "page",
+                SPLITS["train"],
+            )["R@10"]
+            for s in sets.values()
+        ]
+        grid.append({**vars(params), "train_R@10": sum(scores) / len(scores)})
+    best = max(grid, key=lambda g: g["train_R@10"])  # the first best in grid order
+    print(f"tuned on TRAIN (questions 0-49 of each set): {best}")
     return {"best": best, "grid": grid}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tune", action="store_true", help="grid-search fusion on the HotpotQA dev half")
+    parser.add_argument(
+        "--tune", action="store_true", help="grid-search the default hybrid on the TRAIN halves"
+    )
     args = parser.parse_args()
-    report: dict = {"k": K, "dev": "hotpotqa questions 0-49", "sets": {}}
+    sets: dict[str, dict] = {}
     for name in ("hotpotqa", "musique"):
         index = open_index(corpus_index(name))
         questions, gold = load_qa(name)
-        titles = {p.docid: p.title for p in index.passages}
-        print(f"{name}: {len(questions)} questions over {len(titles)} passages (manifest {index.manifest_hash})")
-        lists = ranked_lists(index, questions)
-        if args.tune and name == "hotpotqa":
-            report["tuning"] = tune(lists, gold, titles)
-        best = report.get("tuning", {}).get("best")
-        params = FusionParams(best["rrf_k"], best["dense_weight"]) if best else FusionParams()
-        lists["hybrid"] = fused(lists, params)
-        splits = {"test (50-99)": slice(50, 100), "dev (0-49)": DEV} if name == "hotpotqa" else {"all": slice(0, 100)}
-        rows = {}
-        for split, sl in splits.items():
-            rows[split] = {b: recall(v[sl], gold[sl], titles) for b, v in lists.items()}
-        report["sets"][name] = {"manifest_hash": index.manifest_hash, "fusion": vars(params), "recall@10": rows}
-    print(f"\nrecall@{K} of gold supporting titles")
-    print(f"{'set':<24}" + "".join(f"{b:>9}" for b in ("bm25s", "lucene", "dense", "hybrid")) + "   hybrid/best single")
-    for name, entry in report["sets"].items():
-        for split, row in entry["recall@10"].items():
-            single = max(row[b] for b in ("bm25s", "lucene", "dense"))
-            print(f"{name + ' ' + split:<24}" + "".join(f"{row[b]:>9.3f}" for b in ("bm25s", "lucene", "dense", "hybrid"))
-                  + f"   {row['hybrid'] / single:.3f}x")
+        title = {p.docid: p.title for p in index.passages}
+        print(
+            f"{name}: {len(questions)} questions over {len(title)} passages (manifest {index.manifest_hash})"
+        )
+        sets[name] = {
+            "index": index,
+            "questions": questions,
+            "gold": gold,
+            "title": title,
+            "lists": backend_lists(index, questions),
+            "hybrid": index.retriever("hybrid"),
+        }
+    report: dict = {
+        "k": K,
+        "splits": {"train": "questions 0-49 of each set", "test": "questions 50-99"},
+        "previous_default": vars(PREVIOUS),
+        "sets": {},
+    }
+    if args.tune:
+        report["tuning"] = tune(sets)
+    for name, s in sets.items():
+        params = s["hybrid"].params
+        lists = {
+            **s["lists"],
+            "hybrid-v0": hybrid_lists(s["hybrid"], s["questions"], s["lists"], PREVIOUS),
+            "hybrid": hybrid_lists(s["hybrid"], s["questions"], s["lists"], params),
+        }
+        report["sets"][name] = {
+            "manifest_hash": s["index"].manifest_hash,
+            "hybrid": vars(params),
+            "views": {
+                view: {
+                    split: {
+                        b: evaluate(lists[b], s["gold"], s["title"], view, rows) for b in COLUMNS
+                    }
+                    for split, rows in SPLITS.items()
+                }
+                for view in ("page", "passage")
+            },
+        }
+    for measure in ("R@10", "nDCG@10", "RR@10"):
+        print(
+            f"\n{measure} of gold supporting titles"
+            + (" (95% interval over questions)" if measure == "R@10" else "")
+        )
+        print(f"{'set / split / view':<28}" + "".join(f"{b:>20}" for b in COLUMNS))
+        for name, entry in report["sets"].items():
+            for view, splits in entry["views"].items():
+                for split, row in splits.items():
+                    cells = [
+                        f"{row[b][measure]:.3f}"
+                        + (
+                            f" [{row[b]['R@10_low']:.2f},{row[b]['R@10_high']:.2f}]"
+                            if measure == "R@10"
+                            else ""
+                        )
+                        for b in COLUMNS
+                    ]
+                    print(f"{f'{name} {split} {view}':<28}" + "".join(f"{c:>20}" for c in cells))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "recall.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(f"wrote {RESULTS / 'recall.json'}")

@@ -1,15 +1,14 @@
-"""Hybrid retrieval: weighted reciprocal rank fusion of a sparse and a dense list.
+"""Hybrid retrieval, the default: title-aware BM25 fused with dense by weighted reciprocal rank.
 
 score(d) = (1 - w) / (rrf_k + rank_sparse(d)) + w / (rrf_k + rank_dense(d)), ranks from 1,
 a list that misses d adds nothing. Ranks, not scores, are fused, so BM25's unbounded
-scores and cosine similarities need no calibration.
+scores and cosine similarities need no calibration. When the sparse side is bm25s, its
+list is first re-scored with the title field (`wikisim.index.titles`).
 
-RRF_K and DENSE_WEIGHT were tuned by `python bench/recall.py --tune`: a grid search
-(rrf_k in 1..100 x dense_weight in 0.3..0.7) for recall@10 of gold supporting titles on
-the DEV half of HotpotQA-100 (questions 0-49, over data/qa/hotpotqa-train-100-corpus.json,
-bm25s + packaged MiniLM, 150-word passages): best dev recall 0.900 at rrf_k=60,
-dense_weight=0.6 (the first best in grid order; 0.5 gave 0.89). The other half and
-MuSiQue-100 are only ever reported, never tuned on.
+TITLE_WEIGHT, RRF_K, DENSE_WEIGHT and FUSION_DEPTH were tuned by `python bench/recall.py
+--tune`: a grid search for page-level recall@10 of gold supporting titles on the TRAIN
+halves of both bundled QA sets (questions 0-49 of HotpotQA-100 and of MuSiQue-100, 100
+questions; see bench/recall.py). The other halves are only ever reported, never tuned on.
 """
 
 from __future__ import annotations
@@ -18,10 +17,13 @@ from dataclasses import dataclass
 
 from wikisim.errors import ConfigError
 from wikisim.index.ranked import Ranked, RankedRetriever, top_k
+from wikisim.index.sparse_bm25s import BM25sRetriever
+from wikisim.index.titles import TitleBooster
 
-RRF_K = 60.0
+TITLE_WEIGHT = 0.5
+RRF_K = 40.0
 DENSE_WEIGHT = 0.6
-FUSION_DEPTH = 100  # how deep each list is read before fusing
+FUSION_DEPTH = 200  # how deep each list is read before fusing
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,11 @@ class FusionParams:
     rrf_k: float = RRF_K
     dense_weight: float = DENSE_WEIGHT
     depth: int = FUSION_DEPTH
+    title_weight: float = TITLE_WEIGHT
 
     def __post_init__(self) -> None:
+        if self.title_weight < 0:
+            raise ConfigError(f"title_weight must be >= 0, got {self.title_weight}")
         if self.rrf_k < 0:
             raise ConfigError(f"rrf_k must be >= 0, got {self.rrf_k}")
         if not 0.0 <= self.dense_weight <= 1.0:
@@ -51,14 +56,30 @@ def fuse(sparse: Ranked, dense: Ranked, params: FusionParams) -> Ranked:
 class HybridRetriever(RankedRetriever):
     name = "hybrid"
 
-    def __init__(self, sparse: RankedRetriever, dense: RankedRetriever, manifest_hash: str = "",
-                 params: FusionParams | None = None) -> None:
+    def __init__(
+        self,
+        sparse: RankedRetriever,
+        dense: RankedRetriever,
+        manifest_hash: str = "",
+        params: FusionParams | None = None,
+    ) -> None:
         self.sparse, self.dense = sparse, dense
         self.passages = sparse.passages
         self.params = params or FusionParams()
         self.manifest_hash = manifest_hash
+        self.titles = TitleBooster(sparse) if isinstance(sparse, BM25sRetriever) else None
+
+    def sparse_ranked(self, queries: list[str], depth: int) -> list[Ranked]:
+        """The sparse side's lists, re-scored with the title field where the sparse side is bm25s."""
+        lists = self.sparse.ranked(queries, depth)
+        if self.titles is None:
+            return lists
+        return [
+            self.titles.boost(q, r, self.params.title_weight)
+            for q, r in zip(queries, lists, strict=True)
+        ]
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         read = max(depth, self.params.depth)
-        sparse, dense = self.sparse.ranked(queries, read), self.dense.ranked(queries, read)
+        sparse, dense = self.sparse_ranked(queries, read), self.dense.ranked(queries, read)
         return [fuse(s, d, self.params)[:depth] for s, d in zip(sparse, dense, strict=True)]
