@@ -1,4 +1,5 @@
-"""Tasks for the env: our JSONL, plus loaders for HotpotQA, MuSiQue and Natural Questions files.
+"""Tasks for the env: our JSONL, plus loaders for HotpotQA, MuSiQue, FlashRAG's unified JSONL (NQ,
+TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, Bamboogle, ...) and FRAMES files.
 
 Every format becomes the same frozen `Task`; fields a format has beyond ours are kept in
 `extra`, so nothing a benchmark reports on is lost in loading.
@@ -6,6 +7,8 @@ Every format becomes the same frozen `Task`; fields a format has beyond ours are
 
 from __future__ import annotations
 
+import ast
+import csv
 import difflib
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -13,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikisim.corpus.page import title_to_url
+from wikisim.corpus.page import title_to_url, url_to_title
 from wikisim.errors import TaskError
 from wikisim.paths import DATA_DIR
 
@@ -116,12 +119,77 @@ def read_jsonl(path: str | Path) -> TaskSet:
     return TaskSet((task_from_dict(d, where) for where, d in _read_jsonl(path)), path.stem)
 
 
-def read_nq(path: str | Path) -> TaskSet:
-    """FlashRAG-style Natural Questions JSONL: {"id", "question", "golden_answers"}."""
+def _supporting_titles(metadata: Any) -> list[str]:
+    """Pages of FlashRAG's `metadata.supporting_facts` ({"title": [...]} or [[title, sent], ...]), in order."""
+    facts = metadata.get("supporting_facts") if isinstance(metadata, dict) else None
+    if isinstance(facts, dict):
+        titles = facts.get("title", [])
+    elif isinstance(facts, list):
+        titles = [f[0] for f in facts if isinstance(f, list | tuple) and f]
+    else:
+        titles = []
+    return list(dict.fromkeys(t for t in titles if isinstance(t, str) and t.strip()))
+
+
+def read_flashrag(path: str | Path) -> TaskSet:
+    """FlashRAG's unified JSONL: {"id", "question", "golden_answers", "metadata"?}.
+
+    The same layout for NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue and Bamboogle; evidence is
+    the pages of `metadata.supporting_facts` where the dataset gives them (HotpotQA, 2Wiki).
+    """
     path = Path(path)
-    rows = [(w, {**{k: v for k, v in d.items() if k != "golden_answers"}, "answers": d.get("golden_answers")})
-            for w, d in _read_jsonl(path)]
+    rows = []
+    for where, d in _read_jsonl(path):
+        if isinstance(d, dict):
+            evidence = [title_to_url(t) for t in _supporting_titles(d.get("metadata"))]
+            d = {**{k: v for k, v in d.items() if k != "golden_answers"}, "answers": d.get("golden_answers"),
+                 "evidence": evidence}
+        rows.append((where, d))
     return TaskSet((task_from_dict(d, w) for w, d in rows), path.stem)
+
+
+def _wiki_links(value: Any, where: str) -> list[str]:
+    """FRAMES' `wiki_links`: a list, or the Python-list string the TSV holds; Wikipedia URLs normalised."""
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value) if value.strip() else []
+        except (ValueError, SyntaxError) as e:
+            raise TaskError(f"{where}: wiki_links is not a list of URLs ({e}): {value[:200]!r}") from None
+    if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
+        raise TaskError(f"{where}: wiki_links must be a list of URLs, got {value!r}"[:300])
+    out = []
+    for url in value:
+        title = url_to_title(url)
+        out.append(title_to_url(title) if title else url.strip())
+    return list(dict.fromkeys(out))
+
+
+def read_frames(path: str | Path) -> TaskSet:
+    """FRAMES (google/frames-benchmark): "Prompt", "Answer", "wiki_links", "reasoning_types".
+
+    The released TSV (or a CSV, or the same records as JSON / JSONL); evidence = wiki_links.
+    Ids are "frames-<row>", the row being the file's unnamed index column when it has one.
+    """
+    path = Path(path)
+    if path.suffix in (".tsv", ".csv"):
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = [(f"{path}:{n}", r) for n, r in enumerate(csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ","), 2)]
+    elif path.suffix == ".jsonl":
+        rows = _read_jsonl(path)
+    else:
+        rows = [(f"{path}[{i}]", d) for i, d in enumerate(_read_json_list(path))]
+    tasks = []
+    for i, (where, d) in enumerate(rows):
+        if not isinstance(d, dict) or "Prompt" not in d or "Answer" not in d:
+            raise TaskError(f'{where}: a FRAMES row needs "Prompt" and "Answer"')
+        row = str(d.get("") or d.get("Unnamed: 0") or i).strip()
+        links = _wiki_links(d.get("wiki_links", []), where)
+        extra = {"reasoning_types": d.get("reasoning_types", ""), "hops": len(links)}
+        try:
+            tasks.append(Task(f"frames-{row}", d["Prompt"], (str(d["Answer"]),), tuple(links), extra))
+        except TaskError as e:
+            raise TaskError(f"{where}: {e}") from e
+    return TaskSet(tasks, path.stem)
 
 
 def _read_json_list(path: Path) -> list[dict[str, Any]]:
@@ -167,13 +235,24 @@ def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
     path = Path(source) if source is not None else SAMPLE_TASKS
     if not path.is_file():
         raise TaskError(f"no task file at {path}; give a JSONL/JSON task file or a TaskSet")
+    if path.suffix in (".tsv", ".csv"):
+        with open(path, encoding="utf-8", newline="") as f:
+            header = next(csv.reader(f, delimiter="\t" if path.suffix == ".tsv" else ","), [])
+        if "Prompt" in header and "Answer" in header:
+            return read_frames(path)
+        raise TaskError(f"{path}: a {path.suffix} task file must be FRAMES (Prompt, Answer, wiki_links columns); "
+                        f"its header is {header[:8]}")
     if path.suffix == ".jsonl":
         first = next((d for _, d in _read_jsonl(path)), {})
-        return read_nq(path) if "golden_answers" in first and "answers" not in first else read_jsonl(path)
+        if "Prompt" in first:
+            return read_frames(path)
+        return read_flashrag(path) if "golden_answers" in first and "answers" not in first else read_jsonl(path)
     data = _read_json_list(path)
     first = data[0] if data else {}
     if "supporting_facts" in first:
         return read_hotpotqa(path)
     if "question_decomposition" in first:
         return read_musique(path)
-    raise TaskError(f"{path}: unknown task format; expected our JSONL, HotpotQA, MuSiQue or NQ JSONL")
+    if "Prompt" in first:
+        return read_frames(path)
+    raise TaskError(f"{path}: unknown task format; expected our JSONL, HotpotQA, MuSiQue, FlashRAG JSONL or FRAMES")
