@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("wikisim.commands.mcp", "serve the env's tools over MCP (stdio or streamable HTTP)"),
     "eval": ("agent.commands.eval", "evaluate a policy on a task set"),
     "sweep": ("agent.commands.sweep", "run a grid of settings x seeds"),
+    "compare": ("agent.commands.compare", "paired comparison of eval runs on the same tasks"),
+    "power": ("agent.commands.power", "tasks and seeds needed to detect a difference"),
     "train": ("agent.commands.train", "train a policy: sft or grpo"),
 }
 

@@ -1,7 +1,9 @@
 """Numbers a paper reports from trajectories: accuracy, pass@k, tool use, tokens, breakdowns.
 
 Pure functions over trajectories and task records, so the harness, the sweep and the
-notebook compute them the same way.
+notebook compute them the same way. Every mean carries a 95% interval from a bootstrap
+over tasks (`agent.eval.stats`): the questions are the sample, and the seeds of one
+question are resampled together, so one seed on 500 questions reports about +-0.03.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent.eval.stats import bootstrap_mean, pass_at_k_interval
 from agent.rollout.trajectory import Trajectory
 from wikisim.errors import ConfigError
 
@@ -48,9 +51,14 @@ def success(traj: Trajectory, metric: str = "em") -> float:
     return float(traj.metrics.get(metric, 0.0))
 
 
-def accuracy_by_turn_budget(trajs: Sequence[Trajectory], budgets: Sequence[int], metric: str = "em") -> dict[int, float]:
+def accuracy_by_turn_budget(
+    trajs: Sequence[Trajectory], budgets: Sequence[int], metric: str = "em"
+) -> dict[int, float]:
     """Accuracy had the episodes been cut after `b` turns: correct answers given within b turns."""
-    return {b: sum(success(t, metric) for t in trajs if len(t.turns) <= b) / max(len(trajs), 1) for b in budgets}
+    return {
+        b: sum(success(t, metric) for t in trajs if len(t.turns) <= b) / max(len(trajs), 1)
+        for b in budgets
+    }
 
 
 def _by_task(trajs: Sequence[Trajectory], metric: str) -> dict[str, list[float]]:
@@ -67,17 +75,49 @@ def pass_at_ks(trajs: Sequence[Trajectory], metric: str = "em") -> dict[int, flo
         return {}
     n_min = min(len(v) for v in by_task.values())
     return {
-        k: sum(pass_at_k(len(v), sum(s >= 1.0 for s in v), k) for v in by_task.values()) / len(by_task)
+        k: sum(pass_at_k(len(v), sum(s >= 1.0 for s in v), k) for v in by_task.values())
+        / len(by_task)
         for k in range(1, n_min + 1)
     }
 
 
-def pass1_over_seeds(trajs: Sequence[Trajectory], metric: str = "em") -> tuple[float, float]:
-    """pass@1 per seed, then its mean and 95% half-width across seeds."""
-    per_seed: dict[int, list[float]] = defaultdict(list)
-    for t in trajs:
-        per_seed[t.seed].append(success(t, metric))
-    return mean_ci([sum(v) / len(v) for _, v in sorted(per_seed.items())])
+def episode_values(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, list[float]]:
+    """Per-episode values of every mean the harness reports with an interval, in episode order."""
+    values = {
+        "em": [t.metrics.get("em", 0.0) for t in trajs],
+        "f1": [t.metrics.get("f1", 0.0) for t in trajs],
+        "reward": [t.reward for t in trajs],
+        "pass@1": [float(success(t, metric) >= 1.0) for t in trajs],
+        "tool_calls_total": [float(sum(len(turn.tool_calls) for turn in t.turns)) for t in trajs],
+        "turns": [float(len(t.turns)) for t in trajs],
+    }
+    if trajs and all("judge" in t.metrics for t in trajs):
+        values["judge"] = [t.metrics["judge"] for t in trajs]
+    return values
+
+
+def intervals(
+    trajs: Sequence[Trajectory], metric: str = "em", seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """Each reported mean with its 95% bootstrap interval over tasks (seeds of a task move together)."""
+    tasks = [t.task_id for t in trajs]
+    return {
+        name: bootstrap_mean(v, tasks, seed=seed).to_dict()
+        for name, v in episode_values(trajs, metric).items()
+    }
+
+
+def pass_at_k_intervals(
+    trajs: Sequence[Trajectory], metric: str = "em", seed: int = 0
+) -> dict[str, dict]:
+    """Unbiased pass@k for k = 1..(fewest samples of any task), each with a bootstrap interval over tasks."""
+    by_task = _by_task(trajs, metric)
+    if not by_task:
+        return {}
+    groups = [by_task[k] for k in sorted(by_task)]
+    n = [len(v) for v in groups]
+    c = [sum(s >= 1.0 for s in v) for v in groups]
+    return {str(k): pass_at_k_interval(n, c, k, seed=seed).to_dict() for k in range(1, min(n) + 1)}
 
 
 def tool_calls(trajs: Sequence[Trajectory]) -> dict[str, float]:
@@ -94,18 +134,23 @@ def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]
     """Headline numbers of one policy on one task set (all seeds pooled)."""
     if not trajs:
         raise ConfigError("no trajectories to summarise; check the task file and --seeds")
-    p1, p1_ci = pass1_over_seeds(trajs, metric)
+    ci = intervals(trajs, metric)
     return {
         "episodes": len(trajs),
         "tasks": len({t.task_id for t in trajs}),
         "seeds": len({t.seed for t in trajs}),
         "em": _mean([t.metrics.get("em", 0.0) for t in trajs]),
         "f1": _mean([t.metrics.get("f1", 0.0) for t in trajs]),
-        **({"judge": _mean([t.metrics["judge"] for t in trajs])} if all("judge" in t.metrics for t in trajs) else {}),
+        **(
+            {"judge": _mean([t.metrics["judge"] for t in trajs])}
+            if all("judge" in t.metrics for t in trajs)
+            else {}
+        ),
         "reward": _mean([t.reward for t in trajs]),
-        "pass@1": p1,
-        "pass@1_ci95": p1_ci,
+        "pass@1": ci["pass@1"]["mean"],
         "pass@k": {str(k): v for k, v in pass_at_ks(trajs, metric).items()},
+        "intervals": ci,
+        "pass@k_intervals": pass_at_k_intervals(trajs, metric),
         "answered": _mean([float(t.answer is not None) for t in trajs]),
         "truncated": _mean([float(t.truncated) for t in trajs]),
         "turns": _mean([len(t.turns) for t in trajs]),
@@ -119,20 +164,33 @@ def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]
 
 
 def breakdowns(
-    trajs: Sequence[Trajectory], tasks: Mapping[str, Mapping[str, Any]], fields: Sequence[str] = BREAKDOWN_FIELDS
+    trajs: Sequence[Trajectory],
+    tasks: Mapping[str, Mapping[str, Any]],
+    fields: Sequence[str] = BREAKDOWN_FIELDS,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """EM/F1/count per value of each task field that the tasks carry (e.g. source, hops)."""
+    """EM/F1/count per value of each task field that the tasks carry (e.g. source, hops), EM with its interval.
+
+    A list-valued field (a task's several kinds of uncertainty) puts the task in each of its groups.
+    """
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name in fields:
         groups: dict[str, list[Trajectory]] = defaultdict(list)
         for t in trajs:
             value = tasks.get(t.task_id, {}).get(name)
-            if value is not None:
-                groups[str(value)].append(t)
+            for v in value if isinstance(value, list | tuple) else [] if value is None else [value]:
+                groups[str(v)].append(t)
         if groups:
-            out[name] = {
-                v: {"episodes": len(g), "em": _mean([t.metrics.get("em", 0.0) for t in g]),
-                    "f1": _mean([t.metrics.get("f1", 0.0) for t in g])}
-                for v, g in sorted(groups.items())
-            }
+            out[name] = {v: _group(g) for v, g in sorted(groups.items())}
     return out
+
+
+def _group(trajs: Sequence[Trajectory]) -> dict[str, float]:
+    em = bootstrap_mean([t.metrics.get("em", 0.0) for t in trajs], [t.task_id for t in trajs])
+    return {
+        "episodes": len(trajs),
+        "tasks": em.n,
+        "em": em.mean,
+        "em_low": em.low,
+        "em_high": em.high,
+        "f1": _mean([t.metrics.get("f1", 0.0) for t in trajs]),
+    }

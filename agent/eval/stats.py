@@ -301,6 +301,14 @@ def sample_size(delta: float, sd: float, *, alpha: float = 0.05, power: float = 
     return max(1, math.ceil(((z_a + z_b) * sd / abs(delta)) ** 2 - 1e-9))
 
 
+def detectable_difference(n: int, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest difference n tasks detect with `power`: (z_{1-alpha/2} + z_{power}) * sd / sqrt(n)."""
+    if n < 1 or sd < 0:
+        raise ConfigError(f"n={n}, sd={sd}: need n >= 1 and sd >= 0")
+    z_a, z_b = _z(alpha, power)
+    return (z_a + z_b) * sd / math.sqrt(n)
+
+
 def achieved_power(n: int, delta: float, sd: float, *, alpha: float = 0.05) -> float:
     """Power of the two-sided paired test on n tasks (normal approximation, both tails)."""
     if n < 1 or sd <= 0:

@@ -12,6 +12,7 @@ from agent.eval.stats import (
     VarianceParts,
     achieved_power,
     bootstrap_mean,
+    detectable_difference,
     holm,
     mcnemar_exact,
     paired_compare,
@@ -137,6 +138,10 @@ def test_sample_size_matches_the_textbook_formula() -> None:
     n = sample_size(0.03, 0.3)
     assert achieved_power(n, 0.03, 0.3) >= 0.8 > achieved_power(n - 5, 0.03, 0.3)
     assert achieved_power(197, 0.2, 1.0) == pytest.approx(0.8, abs=0.005)
+    assert detectable_difference(197, 1.0) == pytest.approx(
+        (1.959964 + 0.841621) / math.sqrt(197), rel=1e-5
+    )
+    assert detectable_difference(sample_size(0.03, 0.3), 0.3) <= 0.03
 
 
 def test_power_is_right_by_simulation() -> None:
