@@ -1,4 +1,4 @@
-"""End to end on the bundled sample: graph, questions, verification, splits, tools."""
+"""End to end on the bundled dumps: facts, questions, verification, splits, the env's own steps."""
 
 from __future__ import annotations
 
@@ -10,16 +10,25 @@ import pytest
 
 from wikisim.backends.wiki import WikiBackend
 from wikisim.commands import synth as synth_command
+from wikisim.corpus import read_pages
+from wikisim.corpus.page import Page, Redirect
 from wikisim.env.tasks import read_jsonl
+from wikisim.errors import ConfigError
 from wikisim.index import open_index
+from wikisim.paths import DATA_DIR
 from wikisim.synth.expand import ExpandConfig, expand
+from wikisim.synth.factdb import FactDB, ListSource, build_facts
+from wikisim.synth.kinds import ANSWER_KINDS
 from wikisim.synth.pipeline import SynthConfig, generate
 from wikisim.synth.report import graph_stats, plot_graph, run_stats
-from wikisim.synth.sample import SampleConfig
-from wikisim.synth.solvability import solve_rates
-from wikisim.synth.source import graph_from_store
+from wikisim.synth.rewrite import anchor_names
+from wikisim.synth.sample import LINK, SampleConfig
+from wikisim.synth.solvability import search_gives_away, solve_rates
+from wikisim.synth.source import facts_from_store
 from wikisim.synth.uncertainty import UNCERTAINTY_KINDS
 from wikisim.synth.verify import Reverifier
+
+DUMPS = DATA_DIR / "dumps"
 
 
 @pytest.fixture(scope="module")
@@ -28,47 +37,87 @@ def index(sample_index: Path):
 
 
 @pytest.fixture(scope="module")
-def sample_graph(index):
-    return graph_from_store(index.store).kg
+def facts(index, tmp_path_factory) -> FactDB:
+    return facts_from_store(index.store, tmp_path_factory.mktemp("facts") / "sample.sqlite").db
 
 
 @pytest.fixture(scope="module")
-def sample_run(sample_graph, index):
-    return generate(sample_graph, SynthConfig(n=200, seed=0), index.manifest_hash, progress=False)
+def sample_run(facts, index):
+    giveaway = search_gives_away(WikiBackend(index))
+    return generate(
+        facts, SynthConfig(n=300, seed=0), index.manifest_hash, progress=False, giveaway=giveaway
+    )
 
 
-def test_graph_of_the_sample_is_densified_into_cycles(sample_graph, tmp_path):
-    stats = graph_stats(sample_graph)
-    assert stats["nodes"] == 106 and stats["mention_edges"] > 0
-    assert stats["cycle_rank"] > 0 and 0 < stats["share_on_cycle"] < 1
-    assert all(p.stat().st_size > 1000 for p in plot_graph(sample_graph, tmp_path))
+def dump_facts(name: str, path: Path) -> FactDB:
+    items = list(read_pages([DUMPS / name]))
+    source = ListSource(
+        tuple(p for p in items if isinstance(p, Page)),
+        tuple(r for r in items if isinstance(r, Redirect)),
+    )
+    return build_facts(source, path)
 
 
-def test_questions_are_unique_reverified_and_use_every_uncertainty_kind(sample_graph, sample_run, index):
+def stated_relations(constraint) -> list[str]:
+    if isinstance(constraint, dict):
+        own = [constraint["relation"]] if constraint.get("type") == "Step" else []
+        return own + [r for v in constraint.values() for r in stated_relations(v)]
+    if isinstance(constraint, list):
+        return [r for v in constraint for r in stated_relations(v)]
+    return []
+
+
+def test_sample_facts_are_typed_with_evidence(facts, tmp_path):
+    stats = graph_stats(facts)
+    assert stats["relations"] > 120 and stats["attributes"] > 40
+    assert set(stats["relation_sources"]) == {"infobox", "category", "lead"}
+    assert {"born_in", "influenced_by", "member_of", "capital"} <= set(stats["by_relation"])
+    assert stats["walk_edges"] > stats["walk_nodes"]  # cycles are possible
+    assert all(p.stat().st_size > 1000 for p in plot_graph(facts, tmp_path))
+
+
+def test_questions_are_typed_known_kind_unique_and_artifact_free(facts, sample_run, index):
+    from wikisim.synth.english import artifacts
+
     records = sample_run.records
-    assert len(records) == 200
-    verdicts = [Reverifier(sample_graph).check(r) for r in records]
-    assert sum(v.ok for v in verdicts) >= 0.95 * len(records)
-    assert {k for r in records for k in r["uncertainty"]} == set(UNCERTAINTY_KINDS)
+    assert len(records) == 300
+    verifier = Reverifier(facts.path)
+    assert all(verifier.check(r).ok for r in records)  # every answer re-verified unique, by SQL
     for r in records:
-        assert index.store.by_title(r["answer"]) is not None  # the answer is a page of the corpus
-        assert r["evidence"] and all(u.startswith("https://en.wikipedia.org/wiki/") for u in r["evidence"])
+        assert LINK not in stated_relations(
+            r["constraints"]
+        ) and "mentions" not in stated_relations(r["constraints"])
+        assert r["answer_kind"] in ANSWER_KINDS and not facts.entity(r["answer_node"]).hub
+        assert artifacts(r["question"], tuple(anchor_names(r["constraints"]))) == [], r["question"]
+        assert r["evidence"] and all(
+            u.startswith("https://en.wikipedia.org/wiki/") for u in r["evidence"]
+        )
         assert r["manifest_hash"] == index.manifest_hash and r["wl_version"].startswith("networkx-")
-    stats = run_stats(sample_graph, sample_run)
-    assert stats["cyclic_share"] >= 0.3 and stats["drops"]  # some candidates were dropped, by reason
+    stats = run_stats(facts, sample_run)
+    assert stats["cyclic_share"] >= 0.3 and stats["drops"]["search_giveaway"] >= 0
+    assert set(stats["uncertainty"]) == set(UNCERTAINTY_KINDS)
+    assert set(stats["levels"]) == {"1", "2", "3"}
 
 
-def test_tree_only_baseline_has_no_cycles(sample_graph):
-    tree = generate(sample_graph, SynthConfig(n=50, seed=0, sample=SampleConfig(tree_only=True)), progress=False)
+def test_table_markup_dump_gives_no_layout_facts_and_says_why_no_questions(tmp_path):
+    db = dump_facts("enwiki-table-markup.xml.bz2", tmp_path / "tables.sqlite")
+    assert (
+        db.counts()["relations"] == 0
+    )  # tables and templates are layout, not facts about entities
+    with pytest.raises(ConfigError, match="no walk edges"):
+        generate(db, SynthConfig(n=5, seed=0), progress=False)
+
+
+def test_same_seed_same_bytes_for_any_worker_count(facts, index):
+    one = generate(facts, SynthConfig(n=60, seed=0), index.manifest_hash, progress=False)
+    two = generate(facts, SynthConfig(n=60, seed=0, workers=2), index.manifest_hash, progress=False)
+    assert json.dumps(two.records) == json.dumps(one.records)
+    other = generate(facts, SynthConfig(n=20, seed=1), progress=False)
+    assert [r["id"] for r in other.records] != [r["id"] for r in one.records[:20]]
+    tree = generate(
+        facts, SynthConfig(n=30, seed=0, sample=SampleConfig(tree_only=True)), progress=False
+    )
     assert tree.records and not any(r["subgraph"]["cyclic"] for r in tree.records)
-
-
-def test_same_seed_same_bytes_for_any_worker_count(sample_graph, sample_run):
-    two = generate(sample_graph, SynthConfig(n=200, seed=0, workers=2), sample_run.records[0]["manifest_hash"],
-                   progress=False)
-    assert json.dumps(two.records) == json.dumps(sample_run.records)
-    other = generate(sample_graph, SynthConfig(n=20, seed=1), progress=False)
-    assert [r["id"] for r in other.records] != [r["id"] for r in sample_run.records[:20]]
 
 
 def main(argv: list[str]) -> int:
@@ -80,37 +129,60 @@ def main(argv: list[str]) -> int:
 
 def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     out = tmp_path / "q.jsonl"
-    args = ["--index", str(sample_index), "--n", "150", "--seed", "3", "--out", str(out), "--quiet"]
+    args = [
+        "--index",
+        str(sample_index),
+        "--n",
+        "150",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        "--quiet",
+        "--facts",
+        str(tmp_path / "facts.sqlite"),
+    ]
     assert main(args) == 0
     first = out.read_bytes()
-    assert main(args) == 0 and out.read_bytes() == first
+    assert main([*args, "--rebuild-facts"]) == 0 and out.read_bytes() == first
     tasks = read_jsonl(out)
     assert len(tasks) == 150 and tasks[0].extra["constraints"] and tasks[0].evidence
-    parts = {s: [json.loads(line) for line in (tmp_path / f"q-{s}.jsonl").read_text().splitlines()]
-             for s in ("train", "dev", "test")}
+    parts = {
+        s: [json.loads(line) for line in (tmp_path / f"q-{s}.jsonl").read_text().splitlines()]
+        for s in ("train", "dev", "test")
+    }
     train, test = parts["train"], parts["test"]
     assert len(train) > len(test) > 0
     for t in test:
         assert all(t["wl_hash"] != u["wl_hash"] and t["answer"] != u["answer"] for u in train)
     report = json.loads((tmp_path / "q.report.json").read_text())
-    assert report["run"]["questions"] == 150 and report["graph"]["nodes"] == 106
+    assert report["run"]["questions"] == 150 and report["facts"]["page_entities"] == 106
 
 
-def test_oracle_solves_through_tools_and_top_hit_baseline_does_not(index, sample_run):
-    rates = solve_rates(WikiBackend(index), sample_run.records[:40])
-    assert rates.oracle >= 0.85
-    assert rates.search_top1 <= 0.2
+def test_oracle_solves_through_env_steps_and_search_baseline_does_not(sample_index, sample_run):
+    rates = solve_rates(sample_index, sample_run.records[:60])
+    assert rates.oracle >= 0.9, rates.oracle_failures
+    assert rates.search_top1 <= 0.1
 
 
-def test_expansion_discovers_by_search_and_visit_with_provenance(index):
-    found = expand(WikiBackend(index), index.store.titles(), ["Alabama"], ExpandConfig(max_nodes=25))
+def test_expansion_discovers_by_search_and_visit_with_provenance(index, tmp_path):
+    found = expand(
+        WikiBackend(index), index.store.titles(), ["Alabama"], ExpandConfig(max_nodes=25)
+    )
     assert len(found.found) == 25 and found.found[0].via == "seed"
-    vias = {d.via for d in found.found}
-    assert vias == {"seed", "search", "visit"}
+    assert {d.via for d in found.found} == {"seed", "search", "visit"}
     assert all(d.query for d in found.found if d.via == "search")
-    assert all(d.from_url.startswith("https://en.wikipedia.org/wiki/") for d in found.found if d.via == "visit")
-    built = graph_from_store(index.store, backend=WikiBackend(index), seeds=2, seed=0,
-                             expand_config=ExpandConfig(max_nodes=40))
-    assert len(built.kg.entities) == 40 and all(e.provenance for e in built.kg.entities.values())
-    run = generate(built.kg, SynthConfig(n=5, seed=0), progress=False)
-    assert run.records and all(n["provenance"] for r in run.records for n in r["subgraph"]["nodes"])
+    assert all(
+        d.from_url.startswith("https://en.wikipedia.org/wiki/")
+        for d in found.found
+        if d.via == "visit"
+    )
+    built = facts_from_store(
+        index.store,
+        tmp_path / "expanded.sqlite",
+        backend=WikiBackend(index),
+        seeds=3,
+        seed=0,
+        expand_config=ExpandConfig(max_nodes=60),
+    )
+    assert built.db.counts()["page_entities"] == 60 == len(built.expansion.found)

@@ -10,11 +10,21 @@ import pytest
 from fakes.replies import send_json
 
 from wikisim.errors import BackendError
-from wikisim.synth.rewrite import Rewriter, keeps_constraints
+from wikisim.synth.rewrite import Rewriter, anchor_names, keeps_constraints
 
-TEMPLATE = ('I am thinking of a person. Its birth date falls in the late 1880s. The article on "Oldtown" '
-            'does not link to it. Which person is it?')
-FAITHFUL = 'Which person, born in the late 1880s, is not linked from the article on "Oldtown"?'
+TEMPLATE = "Which person was born in the late 1880s and was not born in Oldtown?"
+CONSTRAINTS = [
+    {"type": "IsKind", "kind": "person"},
+    {
+        "type": "Not",
+        "inner": {
+            "type": "Path",
+            "steps": [{"type": "Step", "relation": "born_in", "direction": "out", "kind": "place"}],
+            "end": {"type": "Named", "node": 10, "name": "Oldtown"},
+        },
+    },
+]
+FAITHFUL = "Born in the late 1880s, but not in Oldtown: which person is this?"
 LOSSY = "Which person was born in the late 1880s?"
 
 
@@ -24,7 +34,11 @@ class _Chat(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         assert body["messages"][0]["role"] == "user" and TEMPLATE in body["messages"][0]["content"]
-        reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": self.replies.pop(0)}}]}
+        reply = {
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": self.replies.pop(0)}}
+            ]
+        }
         send_json(self, reply)
 
     def log_message(self, *args: object) -> None:
@@ -41,14 +55,17 @@ def server():
 
 
 def test_check_keeps_names_numbers_periods_and_negations():
-    assert keeps_constraints(TEMPLATE, FAITHFUL)
-    assert not keeps_constraints(TEMPLATE, LOSSY)  # lost "Oldtown" and the negation
-    assert not keeps_constraints(TEMPLATE, FAITHFUL.replace("late", "early"))
+    names = anchor_names(CONSTRAINTS)
+    assert names == ["Oldtown"]
+    assert keeps_constraints(TEMPLATE, FAITHFUL, names)
+    assert not keeps_constraints(TEMPLATE, LOSSY, names)  # lost "Oldtown" and the negation
+    assert not keeps_constraints(TEMPLATE, FAITHFUL.replace("late", "early"), names)
+    assert not keeps_constraints(TEMPLATE, FAITHFUL.replace(" not", ""), names)
 
 
 def test_paraphrase_kept_only_when_every_constraint_survives(server):
     _Chat.replies = [FAITHFUL, LOSSY]
-    records = [{"id": "a", "question": TEMPLATE}, {"id": "b", "question": TEMPLATE}]
+    records = [{"id": i, "question": TEMPLATE, "constraints": CONSTRAINTS} for i in ("a", "b")]
     out, lost = Rewriter(server).rewrite_all(records)
     assert lost == 1
     assert out[0]["question"] == FAITHFUL and out[0]["question_template"] == TEMPLATE

@@ -1,8 +1,9 @@
 """The constraint language questions are made of: frozen records that serialise to JSON.
 
-Why a language and not just text: the solver, the independent re-verifier and the renderer
+Why a language and not just text: the solver, the independent re-verifier and the realiser
 all read the same records, so "the question says X" and "X was checked" cannot drift apart.
-Every constraint restricts the answer variable; anchors are other entities, named or described.
+Every constraint restricts the answer variable and is a fact about the world (a typed
+relation, an attribute, a name); anchors are other entities, named or described.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any, Literal
 
 from wikisim.errors import TaskError
 
-Direction = Literal["out", "in"]  # out: the current entity's page links to the next one
+Direction = Literal[
+    "out", "in"
+]  # out: the current entity is the fact's subject, the next its object
 
 
 @dataclass(frozen=True)
@@ -40,16 +43,11 @@ class NameInitials:
 
 
 @dataclass(frozen=True)
-class NameWords:
-    n: int
-
-
-@dataclass(frozen=True)
 class NameStarts:
     letter: str
 
 
-Pred = DateIn | NumberIn | NameInitials | NameWords | NameStarts
+Pred = DateIn | NumberIn | NameInitials | NameStarts
 
 
 @dataclass(frozen=True)
@@ -60,11 +58,11 @@ class Named:
 
 @dataclass(frozen=True)
 class Described:
-    """Entity obfuscation: every entity of this kind/type that satisfies pred."""
+    """Entity obfuscation: every entity of this kind that satisfies pred ("a city with ...")."""
 
     kind: str
-    fine_type: str
-    pred: Pred
+    noun: str  # how the text names the kind ("city"); the solver checks kind and pred
+    pred: DateIn | NumberIn
 
 
 Target = Named | Described
@@ -72,8 +70,11 @@ Target = Named | Described
 
 @dataclass(frozen=True)
 class Step:
+    """One typed fact between neighbours on a path; `kind` is the kind of the entity it reaches."""
+
     relation: str
     direction: Direction
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class HasAttr:
 
 @dataclass(frozen=True)
 class Path:
-    """answer -steps[0]-> v1 -steps[1]-> ... -> end; 1 step is a link, 2-4 steps a chain."""
+    """answer -steps[0]- v1 -steps[1]- ... - end: one step is a fact, two or three a chain."""
 
     steps: tuple[Step, ...]
     end: Target
@@ -96,15 +97,16 @@ class Path:
 
 @dataclass(frozen=True)
 class Not:
-    inner: Path | HasAttr
+    inner: Path
 
 
 @dataclass(frozen=True)
 class CountOf:
-    """Exactly k of `among` are linked with the answer (either direction, any relation)."""
+    """Exactly k of `among` are related to the answer by `step` (answer -step- a)."""
 
     among: tuple[Named, ...]
     k: int
+    step: Step
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,22 @@ Constraint = IsKind | HasAttr | Path | Not | CountOf | Compare | Extreme
 
 _TYPES: dict[str, type] = {
     t.__name__: t
-    for t in (DateIn, NumberIn, NameInitials, NameWords, NameStarts, Named, Described, Step,
-              IsKind, HasAttr, Path, Not, CountOf, Compare, Extreme)
+    for t in (
+        DateIn,
+        NumberIn,
+        NameInitials,
+        NameStarts,
+        Named,
+        Described,
+        Step,
+        IsKind,
+        HasAttr,
+        Path,
+        Not,
+        CountOf,
+        Compare,
+        Extreme,
+    )
 }
 
 
@@ -153,6 +169,8 @@ def from_dict(data: Any) -> Any:
     if isinstance(data, dict):
         name = data.get("type")
         if name not in _TYPES:
-            raise TaskError(f"unknown constraint type {name!r} in {data!r}; known: {sorted(_TYPES)}")
+            raise TaskError(
+                f"unknown constraint type {name!r} in {data!r}; known: {sorted(_TYPES)}"
+            )
         return _TYPES[name](**{k: from_dict(v) for k, v in data.items() if k != "type"})
     return data

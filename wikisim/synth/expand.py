@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from wikisim.backends.base import Backend
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
-from wikisim.synth.densify import _TOKEN
+from wikisim.synth.mentions import _TOKEN
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,11 @@ class Discovery:
 
     @property
     def provenance(self) -> str:
-        return {"seed": "seed", "search": f"search:{self.query}", "visit": f"visit:{self.from_url}"}[self.via]
+        return {
+            "seed": "seed",
+            "search": f"search:{self.query}",
+            "visit": f"visit:{self.from_url}",
+        }[self.via]
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,12 @@ class Expansion:
         return {d.page_id: d.provenance for d in self.found}
 
 
-def expand(backend: Backend, titles: Iterable[tuple[int, str]], seeds: list[str],
-           config: ExpandConfig | None = None) -> Expansion:
+def expand(
+    backend: Backend,
+    titles: Iterable[tuple[int, str]],
+    seeds: list[str],
+    config: ExpandConfig | None = None,
+) -> Expansion:
     """Breadth-first discovery from `seeds` until `config.max_nodes` pages are found."""
     config = config or ExpandConfig()
     by_title: dict[str, int] = {}
@@ -76,7 +84,9 @@ def expand(backend: Backend, titles: Iterable[tuple[int, str]], seeds: list[str]
     for s in seeds:
         pid = by_title.get(normalize_title(s))
         if pid is None:
-            raise ConfigError(f"expansion seed {s!r} is not a page of this corpus; pick a title from the store")
+            raise ConfigError(
+                f"expansion seed {s!r} is not a page of this corpus; pick a title from the store"
+            )
         add(Discovery(pid, normalize_title(s), "seed"))
     queries = visits = 0
     while queue and len(found) < config.max_nodes:

@@ -23,23 +23,31 @@ def _edge_match(edge_attr: str):
     return lambda a, b: a.get(edge_attr) == b.get(edge_attr)
 
 
-def maps_to(g: nx.Graph, u: Hashable, v: Hashable, node_attr: str = "kind", edge_attr: str = "relation") -> bool:
+def maps_to(
+    g: nx.Graph, u: Hashable, v: Hashable, node_attr: str = "kind", edge_attr: str = "relation"
+) -> bool:
     """True if some label-preserving automorphism of g sends u to v."""
     if u == v:
         return True
     g1, g2 = g.copy(), g.copy()
     g1.nodes[u][_PIN] = True
     g2.nodes[v][_PIN] = True
-    return GraphMatcher(g1, g2, node_match=_node_match(node_attr), edge_match=_edge_match(edge_attr)).is_isomorphic()
+    return GraphMatcher(
+        g1, g2, node_match=_node_match(node_attr), edge_match=_edge_match(edge_attr)
+    ).is_isomorphic()
 
 
-def orbits(g: nx.Graph, node_attr: str = "kind", edge_attr: str = "relation") -> list[tuple[Hashable, ...]]:
+def orbits(
+    g: nx.Graph, node_attr: str = "kind", edge_attr: str = "relation"
+) -> list[tuple[Hashable, ...]]:
     """The orbits of g's nodes under label-preserving automorphisms, each sorted, in sorted order.
 
     WL node hashes split nodes into classes that orbits refine (same orbit => same hash); within
     a class one pinned isomorphism test per (node, orbit representative) decides exactly.
     """
-    hashes = nx.weisfeiler_lehman_subgraph_hashes(g, edge_attr=edge_attr, node_attr=node_attr, iterations=3)
+    hashes = nx.weisfeiler_lehman_subgraph_hashes(
+        g, edge_attr=edge_attr, node_attr=node_attr, iterations=3
+    )
     classes: dict[tuple[str, ...], list[Hashable]] = {}
     for n in sorted(g.nodes):
         classes.setdefault(tuple(hashes[n]), []).append(n)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm import tqdm
 
 from wikisim.errors import ConfigError
-from wikisim.synth.graph import KnowledgeGraph
+from wikisim.synth.factdb import FactDB
 from wikisim.synth.orbits import orbits
 from wikisim.synth.questions import make_question, question_record
 from wikisim.synth.sample import WL_VERSION, SampleConfig, Sampler, Subgraph
@@ -44,7 +44,9 @@ class SynthConfig:
         if self.workers < 1:
             raise ConfigError(f"SynthConfig.workers must be >= 1, got {self.workers}")
         if self.questions_per_subgraph < 1:
-            raise ConfigError(f"questions_per_subgraph must be >= 1, got {self.questions_per_subgraph}")
+            raise ConfigError(
+                f"questions_per_subgraph must be >= 1, got {self.questions_per_subgraph}"
+            )
         if not 0.0 <= self.obfuscate <= 1.0:
             raise ConfigError(f"obfuscate must be in [0, 1], got {self.obfuscate}")
 
@@ -60,16 +62,16 @@ class SubgraphResult:
 _STATE: dict[str, Any] = {}
 
 
-def _init(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str) -> None:
-    _STATE.update(kg=kg, solver=Solver(kg), config=config, manifest_hash=manifest_hash)
+def _init(db: FactDB, config: SynthConfig, manifest_hash: str) -> None:
+    _STATE.update(db=db, solver=Solver(db), config=config, manifest_hash=manifest_hash)
 
 
 def questions_for(sub: Subgraph) -> SubgraphResult:
     """All questions of one subgraph: orbits in a seeded order, one answer node per orbit."""
-    kg: KnowledgeGraph = _STATE["kg"]
+    db: FactDB = _STATE["db"]
     config: SynthConfig = _STATE["config"]
     rng = random.Random(f"{config.seed}:{sub.walk}")
-    orbs = orbits(sub.to_networkx(kg))
+    orbs = orbits(sub.to_networkx(db))
     order = list(range(len(orbs)))
     rng.shuffle(order)
     kept: list[dict[str, Any]] = []
@@ -78,15 +80,28 @@ def questions_for(sub: Subgraph) -> SubgraphResult:
         if len(kept) == config.questions_per_subgraph:
             break
         orbit = tuple(int(n) for n in orbs[i])
-        x = orbit[rng.randrange(len(orbit))]
+        answers = [n for n in orbit if db.entity(n).answerable]
+        if not answers:
+            drops.append("not_an_answer_kind")
+            continue
+        x = answers[rng.randrange(len(answers))]
         focus = UNCERTAINTY_KINDS[(sub.walk + slot) % len(UNCERTAINTY_KINDS)]
-        q, reason = make_question(kg, _STATE["solver"], sub, x, orbit, rng, focus, config.obfuscate)
+        q, reason = make_question(db, _STATE["solver"], sub, x, orbit, rng, focus, config.obfuscate)
         if q is None:
             drops.append(reason)
             continue
         qid = f"sfq-{config.seed}-{sub.walk}-{x}"
-        kept.append(question_record(kg, q, sub, seed=config.seed, manifest_hash=_STATE["manifest_hash"],
-                                    wl_version=WL_VERSION, qid=qid))
+        kept.append(
+            question_record(
+                db,
+                q,
+                sub,
+                seed=config.seed,
+                manifest_hash=_STATE["manifest_hash"],
+                wl_version=WL_VERSION,
+                qid=qid,
+            )
+        )
     return SubgraphResult(sub, len(orbs), tuple(kept), tuple(drops))
 
 
@@ -110,27 +125,42 @@ class SynthRun:
     sampler_stats: dict[str, int]
 
 
-def generate(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str = "", progress: bool = True) -> SynthRun:
-    """Keep sampling distinct subgraphs until `config.n` questions pass verification."""
-    sampler = Sampler(kg, config.sample)
-    _init(kg, config, manifest_hash)
+def generate(
+    db: FactDB,
+    config: SynthConfig,
+    manifest_hash: str = "",
+    progress: bool = True,
+    giveaway: Callable[[dict[str, Any]], bool] | None = None,
+) -> SynthRun:
+    """Keep sampling distinct subgraphs until `config.n` questions pass verification.
+
+    `giveaway(record)` (in this process, in sampling order) drops a question that one search
+    answers; see solvability.search_gives_away."""
+    sampler = Sampler(db, config.sample)
+    _init(db, config, manifest_hash)
     records: list[dict[str, Any]] = []
     subs: list[Subgraph] = []
     drops: Counter = Counter()
     attempts = 0
     pool = None
     if config.workers > 1:
-        pool = mp.get_context("forkserver").Pool(config.workers, _init, (kg, config, manifest_hash))
+        pool = mp.get_context("forkserver").Pool(config.workers, _init, (db, config, manifest_hash))
     bar = tqdm(total=config.n, desc="synth", unit="q", disable=not progress)
     try:
         for batch in _batches(sampler.sample(config.seed), BATCH):
-            results = pool.map(questions_for, batch, chunksize=4) if pool else [questions_for(s) for s in batch]
+            results = (
+                pool.map(questions_for, batch, chunksize=4)
+                if pool
+                else [questions_for(s) for s in batch]
+            )
             for r in results:
                 attempts += len(r.questions) + len(r.drops)
                 drops.update(r.drops)
                 if r.questions:
                     subs.append(r.sub)
-                take = r.questions[: config.n - len(records)]
+                kept = [q for q in r.questions if giveaway is None or not giveaway(q)]
+                drops["search_giveaway"] += len(r.questions) - len(kept)
+                take = kept[: config.n - len(records)]
                 records.extend(take)
                 bar.update(len(take))
                 if len(records) >= config.n:
@@ -142,6 +172,15 @@ def generate(kg: KnowledgeGraph, config: SynthConfig, manifest_hash: str = "", p
         if pool is not None:
             pool.terminate()
     stats = sampler.stats
-    return SynthRun(records, subs, drops, attempts,
-                    {"walks": stats.walks, "too_small": stats.too_small,
-                     "duplicates": stats.duplicates, "distinct": stats.kept})
+    return SynthRun(
+        records,
+        subs,
+        drops,
+        attempts,
+        {
+            "walks": stats.walks,
+            "too_small": stats.too_small,
+            "duplicates": stats.duplicates,
+            "distinct": stats.kept,
+        },
+    )

@@ -1,8 +1,8 @@
-"""One question from one subgraph and answer node: choose facts, prove uniqueness, render.
+"""One question from one subgraph and answer entity: choose facts, prove uniqueness, realise.
 
-Why greedy-then-minimise: adding facts until the solver leaves one entity finds a
-unique description fast; removing each fact that is not needed then leaves a conjunction in
-which, typically, no single fact identifies the answer on its own.
+Why greedy-then-minimise: adding facts until the solver leaves one entity finds a unique
+description fast; removing each fact that is not needed then leaves a conjunction in which,
+typically, no single fact identifies the answer on its own.
 """
 
 from __future__ import annotations
@@ -12,15 +12,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wikisim.synth.constraints import Constraint, IsKind, to_dict
-from wikisim.synth.graph import KnowledgeGraph
+from wikisim.synth.constraints import Constraint, IsKind, Named, Path, to_dict
+from wikisim.synth.english import question
+from wikisim.synth.factdb import FactDB
+from wikisim.synth.kinds import answer_noun
 from wikisim.synth.names import display_name
-from wikisim.synth.render import render
 from wikisim.synth.sample import Subgraph
 from wikisim.synth.solver import Solver
-from wikisim.synth.uncertainty import Fact, facts_for
+from wikisim.synth.uncertainty import Fact, FactFinder
 
-MAX_FACTS = 6
+MAX_FACTS = 5
+_CAP = 1000  # candidate counts above this are reported as the cap
 
 
 @dataclass(frozen=True)
@@ -28,115 +30,211 @@ class Question:
     answer: int
     orbit: tuple[int, ...]
     text: str
+    noun: str
     constraints: tuple[Constraint, ...]
     facts: tuple[Fact, ...]
     uncertainty: tuple[str, ...]
+    alone: tuple[int, ...]  # candidates each fact leaves on its own (with the kind), capped
+
+    @property
+    def level(self) -> int:
+        """1: one hop and some fact nearly gives it away; 3: a chain, no fact below three candidates,
+        three or more kinds of uncertainty; 2: the rest."""
+        hops = max((len(c.steps) for c in self.constraints if isinstance(c, Path)), default=0)
+        if hops >= 2 and min(self.alone) >= 3 and len(self.uncertainty) >= 3:
+            return 3
+        if hops <= 1 and min(self.alone) <= 2:
+            return 1
+        return 2
 
 
-def choose_facts(solver: Solver, kind: str, x: int, facts: list[Fact], focus: str) -> tuple[list[Fact] | None, str]:
+def alone(solver: Solver, kind: str, f: Fact) -> int:
+    """How many entities of `kind` the fact leaves by itself (capped)."""
+    head = IsKind(kind)
+    try:
+        cands = solver.candidates([head, f.constraint])
+    except ValueError:
+        return _CAP
+    if len(cands) > _CAP:
+        return _CAP
+    return min(_CAP, sum(solver.holds(head, n) and solver.holds(f.constraint, n) for n in cands))
+
+
+def anchors(c: Any) -> set[int]:
+    """Entities a constraint names (anywhere in its tree)."""
+    if isinstance(c, Named):
+        return {c.node}
+    if isinstance(c, tuple):
+        return set().union(*(anchors(x) for x in c)) if c else set()
+    if hasattr(c, "__dataclass_fields__"):
+        return set().union(*(anchors(getattr(c, f)) for f in c.__dataclass_fields__))
+    return set()
+
+
+def choose_facts(
+    solver: Solver, kind: str, x: int, facts: list[Fact], focus: str
+) -> tuple[list[Fact] | None, str]:
     """A small set of facts that only x satisfies (with its kind), or (None, drop reason)."""
-    head = [IsKind(kind)]
-    pool = solver.solve(head)
-    chosen: list[Fact] = []
+    head = IsKind(kind)
+    seed = next((f for f in facts if solver.generator(f.constraint) is not None), None)
+    if seed is None:
+        return None, "no_anchor"
+    pool = solver.solve([head, seed.constraint])
+    if x not in pool:
+        return None, "inconsistent_fact"
+    chosen = [seed]
+    used = anchors(seed.constraint)
     for f in facts:
+        if len(pool) == 1 or len(chosen) == MAX_FACTS:
+            break
+        if (
+            f is seed or anchors(f.constraint) & used
+        ):  # each anchor once: no "born in X ... not born in X"
+            continue
         narrowed = solver.narrow(f.constraint, pool)
         if x not in narrowed:
             return None, "inconsistent_fact"
         if len(narrowed) < len(pool):
             chosen.append(f)
+            used |= anchors(f.constraint)
             pool = narrowed
-        if len(pool) == 1 or len(chosen) == MAX_FACTS:
-            break
     if pool != {x}:
         return None, "not_unique"
     for f in list(reversed(chosen)):
         if focus in f.kinds and sum(focus in g.kinds for g in chosen) == 1:
             continue
         trial = [g for g in chosen if g is not f]
-        if trial and solver.solve([*head, *(g.constraint for g in trial)]) == {x}:
+        if (
+            trial
+            and any(solver.generator(g.constraint) is not None for g in trial)
+            and solver.solve([head, *(g.constraint for g in trial)]) == {x}
+        ):
             chosen = trial
-    unused = [f for f in facts if f not in chosen]
+    used = set().union(*(anchors(g.constraint) for g in chosen))
+    unused = [f for f in facts if f not in chosen and not anchors(f.constraint) & used]
     while len(chosen) < 2 and unused:
         chosen.append(unused.pop(0))
     if len(chosen) < 2:
         return None, "too_few_facts"
     common = frozenset.intersection(*(f.stated_by for f in chosen))
-    while common and unused:
-        f = unused.pop(0)
-        if not common <= f.stated_by:
-            chosen.append(f)
-            common &= f.stated_by
     if common:
         return None, "single_page"
     return chosen, ""
 
 
-def make_question(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, orbit: tuple[int, ...],
-                  rng: random.Random, focus: str, obfuscate: float = 0.35) -> tuple[Question | None, str]:
+def make_question(
+    db: FactDB,
+    solver: Solver,
+    sub: Subgraph,
+    x: int,
+    orbit: tuple[int, ...],
+    rng: random.Random,
+    focus: str,
+    obfuscate: float = 0.35,
+) -> tuple[Question | None, str]:
     """The question whose unique answer is x, or (None, why it was dropped)."""
-    facts = facts_for(kg, solver, sub, x, rng, obfuscate)
+    e = db.entity(x)
+    if not e.answerable:
+        return None, "not_an_answer_kind"
+    facts = FactFinder(db, solver, rng, obfuscate).facts(sub, x)
     if not facts:
         return None, "no_facts"
     rng.shuffle(facts)
-    facts.sort(key=lambda f: focus not in f.kinds)
-    kind = kg.entities[x].kind
-    chosen, reason = choose_facts(solver, kind, x, facts, focus)
+    facts.sort(key=lambda f: (focus not in f.kinds, f.kinds == ("partial_identifier",)))
+    chosen, reason = choose_facts(solver, e.kind, x, facts, focus)
     if chosen is None:
         return None, reason
-    constraints = (IsKind(kind), *(f.constraint for f in chosen))
+    constraints = (IsKind(e.kind), *(f.constraint for f in chosen))
     if solver.solve(constraints) != {x}:
         return None, "not_unique"
+    counts = tuple(alone(solver, e.kind, f) for f in chosen)
     kinds = {k for f in chosen for k in f.kinds}
-    if all(len(solver.solve([IsKind(kind), f.constraint])) > 1 for f in chosen):
+    if min(counts) > 1:
         kinds.add("conjunction")
     if not kinds:
         return None, "no_uncertainty"
-    text = render(kind, list(constraints), rng)
-    if re.search(rf"\b{re.escape(display_name(kg.entities[x].title))}\b", text, re.IGNORECASE):
+    noun = answer_noun(e.kind, e.noun)
+    text = question(noun, e.kind, list(constraints), rng)
+    if re.search(rf"\b{re.escape(display_name(e.title))}\b", text, re.IGNORECASE):
         return None, "answer_named"
-    return Question(x, orbit, text, constraints, tuple(chosen), tuple(sorted(kinds))), ""
+    return Question(
+        x, orbit, text, noun, constraints, tuple(chosen), tuple(sorted(kinds)), counts
+    ), ""
 
 
-def _node(kg: KnowledgeGraph, n: int) -> dict[str, Any]:
-    """A subgraph node; with the query or URL that found it when the graph came from expansion."""
-    e = kg.entities[n]
-    out: dict[str, Any] = {"id": n, "title": e.title, "kind": e.kind, "url": e.url}
-    if e.provenance:
-        out["provenance"] = e.provenance
-    return out
+def _node(db: FactDB, n: int) -> dict[str, Any]:
+    e = db.entity(n)
+    return {"id": n, "title": e.title, "kind": e.kind, "url": e.url, "page": e.page}
 
 
-def question_record(kg: KnowledgeGraph, q: Question, sub: Subgraph, *, seed: int, manifest_hash: str,
-                    wl_version: str, qid: str) -> dict[str, Any]:
+def question_record(
+    db: FactDB,
+    q: Question,
+    sub: Subgraph,
+    *,
+    seed: int,
+    manifest_hash: str,
+    wl_version: str,
+    qid: str,
+) -> dict[str, Any]:
     """The JSONL record (a TaskSet task: id, question, answers, evidence, plus our fields)."""
-    e = kg.entities[q.answer]
-    pages = sorted({q.answer, *(p for f in q.facts for p in f.pages)})
-    evidence_edges = []
+    e = db.entity(q.answer)
+    urls = list(dict.fromkeys(u for f in q.facts for u in f.urls if u))
+    evidence_facts = []
     for f in q.facts:
-        for src, dst, rel in f.edges:
-            edge = kg.relations(src, dst).get(rel)
-            if edge is not None:
-                evidence_edges.append({"src": src, "dst": dst, "relation": rel,
-                                       "sentence": edge.sentence, "url": edge.url})
-    aliases = sorted(kg.aliases.get(q.answer, ()))
+        for s, r, o in f.edges:
+            row = db.fact(s, r, o)
+            if row is not None:
+                evidence_facts.append(
+                    {
+                        "subject": db.entity(s).title,
+                        "relation": r,
+                        "object": db.entity(o).title,
+                        "subject_id": s,
+                        "object_id": o,
+                        "evidence": row.evidence,
+                        "url": row.url,
+                        "source": row.source,
+                    }
+                )
+        for n, a in f.attrs:
+            v = db.attrs(n).get(a)
+            if v is not None:
+                evidence_facts.append(
+                    {
+                        "subject": db.entity(n).title,
+                        "attribute": a,
+                        "value": v.value,
+                        "unit": v.unit,
+                        "subject_id": n,
+                        "evidence": v.evidence,
+                        "url": v.url,
+                    }
+                )
+    aliases = [a for a in db.aliases(e.title) if a != e.title]
     return {
         "id": qid,
         "question": q.text,
         "answer": e.title,
-        "answers": [e.title, *[a for a in aliases if a != e.title]],
+        "answers": [e.title, *aliases],
         "aliases": aliases,
-        "evidence": [kg.entities[p].url for p in pages],
+        "answer_kind": e.kind,
+        "answer_noun": q.noun,
+        "answer_has_page": e.page,
+        "evidence": urls,
         "answer_node": q.answer,
         "answer_url": e.url,
         "orbit": list(q.orbit),
         "uncertainty": list(q.uncertainty),
+        "level": q.level,
+        "candidates_alone": list(q.alone),
         "constraints": [to_dict(c) for c in q.constraints],
-        "evidence_pages": [{"id": p, "title": kg.entities[p].title, "url": kg.entities[p].url} for p in pages],
-        "evidence_edges": evidence_edges,
+        "evidence_facts": evidence_facts,
         "subgraph": {
-            "nodes": [_node(kg, n) for n in sub.nodes],
+            "nodes": [_node(db, n) for n in sub.nodes],
             "edges": [{"u": u, "v": v, "relation": r} for u, v, r in sub.edges],
             "cyclic": sub.cyclic,
+            "typed_cyclic": sub.typed_cyclic,
         },
         "wl_hash": sub.wl_hash,
         "wl_version": wl_version,

@@ -1,22 +1,26 @@
-"""Can the questions be solved with the env's own tools, and not by one search?
+"""Can the questions be solved through the env's own steps, and not by one search?
 
-Why both: a scripted oracle that follows a record's evidence (visit each evidence page; from
-each evidence link's source page, the linked entity must be visible in the extract; the
-answer page must open) shows the recorded path really leads to the answer through
-search/visit. A baseline that searches the question and answers with the top hit shows
-the question cannot be shortcut. Both run against any `Backend`.
+Why both, and why through `env.step`: a scripted oracle that follows a record's evidence
+(visit each fact's page with the fact's far end as the goal, see that end named in what the
+env shows, then answer) shows the recorded facts are readable by an agent with the env's
+tools. A baseline that searches the question and answers with the top hit's title shows the
+question cannot be shortcut. Both play whole episodes: reset, tool calls, an answer, a reward.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from wikisim.backends.base import Backend
 from wikisim.corpus.page import normalize_title, url_to_title
+from wikisim.env import WikiSimEnv
+from wikisim.env.tasks import TaskSet, task_from_dict
 from wikisim.synth.names import display_name
+
+_HIT = re.compile(r"\((https?://[^)\s]+)\)")
 
 
 @dataclass(frozen=True)
@@ -27,45 +31,78 @@ class SolveRates:
     oracle_failures: dict[str, int]
 
 
-def oracle_solves(backend: Backend, record: dict[str, Any], max_tokens: int = 2000) -> tuple[bool, str]:
-    """Follow the recorded evidence through visit; (solved, why not)."""
-    views = {}
-    for url in record["evidence"]:
-        view = backend.visit(url, record["question"], max_tokens)
-        if not view.found:
-            return False, "evidence_page_not_found"
-        views[url] = view
-    for e in record["evidence_edges"]:
-        dst_title = next((p["title"] for p in record["evidence_pages"] if p["id"] == e["dst"]), None)
-        if dst_title is None:
-            return False, "edge_outside_evidence"
-        name = display_name(dst_title)
-        view = backend.visit(e["url"], name, max_tokens)
-        if not view.found or not re.search(re.escape(name), view.extract, re.IGNORECASE):
-            return False, "link_not_visible"
-    answer = backend.visit(record["answer_url"], record["question"], max_tokens)
-    if not answer.found or normalize_title(answer.title) != normalize_title(record["answer"]):
-        return False, "answer_page_not_found"
-    return True, ""
+def task_set(records: Sequence[dict[str, Any]]) -> TaskSet:
+    return TaskSet([task_from_dict(r, f"record {i}") for i, r in enumerate(records)], name="synth")
 
 
-def search_top1_solves(backend: Backend, record: dict[str, Any]) -> bool:
-    hits = backend.search([record["question"]], 1)[0]
-    if not hits:
-        return False
-    title = url_to_title(hits[0].url) or hits[0].title
-    gold = {normalize_title(a) for a in record.get("answers", [record["answer"]])}
-    return normalize_title(title) in gold
+def _visible(obs: str, f: dict[str, Any], own_title: str) -> bool:
+    """The fact's far end (the entity, or the value) is named in what the visit showed."""
+    if "relation" in f:
+        far = f["object"] if f["subject"] == own_title else f["subject"]
+        return display_name(far).lower() in obs.lower()
+    value = f["value"]
+    digits = str(int(value)) if value == int(value) else str(value)
+    return digits in obs.replace(",", "")
 
 
-def solve_rates(backend: Backend, records: Iterable[dict[str, Any]]) -> SolveRates:
-    n = oracle = top1 = 0
+def oracle_episode(env: WikiSimEnv, record: dict[str, Any]) -> tuple[bool, str]:
+    """Visit every evidence fact's page through env.step; answer; (solved, why not)."""
+    env.reset(options={"task_id": record["id"]})
+    for f in record["evidence_facts"]:
+        page = url_to_title(f["url"]) or ""
+        far = (
+            (f["object"] if f["subject"] == page else f["subject"])
+            if "relation" in f
+            else f["attribute"]
+        )
+        obs, *_ = env.step(
+            {"name": "visit", "arguments": {"url": f["url"], "goal": display_name(far)}}
+        )
+        if not _visible(obs, f, page):
+            env.step({"name": "answer", "arguments": {"answer": "unknown"}})
+            return False, f"fact_not_visible:{f.get('source', 'attribute')}"
+    _, reward, done, _, _ = env.step({"name": "answer", "arguments": {"answer": record["answer"]}})
+    return (reward >= 1.0 and done), "" if reward >= 1.0 else "wrong_answer"
+
+
+def search_episode(env: WikiSimEnv, record: dict[str, Any]) -> bool:
+    """Search the question, answer with the top hit's title: solved?"""
+    env.reset(options={"task_id": record["id"]})
+    obs, *_ = env.step({"name": "search", "arguments": {"query": record["question"]}})
+    hit = _HIT.search(obs)
+    title = (url_to_title(hit.group(1)) or "") if hit else ""
+    _, reward, *_ = env.step(
+        {"name": "answer", "arguments": {"answer": display_name(title) or "none"}}
+    )
+    return reward >= 1.0
+
+
+def search_gives_away(backend: Backend) -> Callable[[dict[str, Any]], bool]:
+    """A filter for generate(): does searching the question put the answer's page first?"""
+
+    def gives_away(record: dict[str, Any]) -> bool:
+        hits = backend.search([record["question"]], 1)[0]
+        if not hits:
+            return False
+        title = url_to_title(hits[0].url) or hits[0].title
+        return normalize_title(title) in {normalize_title(a) for a in record["answers"]}
+
+    return gives_away
+
+
+def solve_rates(index: Any, records: Sequence[dict[str, Any]], **env_kwargs: Any) -> SolveRates:
+    """Oracle and search-top-hit rates over records, each an episode of a WikiSimEnv on `index`."""
+    env = WikiSimEnv(tasks=task_set(records), index=str(index), python=False, **env_kwargs)
+    oracle = top1 = 0
     failures: dict[str, int] = {}
     for r in records:
-        n += 1
-        ok, why = oracle_solves(backend, r)
+        ok, why = oracle_episode(env, r)
         oracle += ok
         if not ok:
             failures[why] = failures.get(why, 0) + 1
-        top1 += search_top1_solves(backend, r)
-    return SolveRates(n, oracle / n if n else 0.0, top1 / n if n else 0.0, dict(sorted(failures.items())))
+        top1 += search_episode(env, r)
+    n = len(records)
+    env.close()
+    return SolveRates(
+        n, oracle / n if n else 0.0, top1 / n if n else 0.0, dict(sorted(failures.items()))
+    )

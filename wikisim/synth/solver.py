@@ -1,8 +1,10 @@
-"""The solver: every entity of the whole graph that satisfies a conjunction of constraints.
+"""The solver: every entity of the whole fact table that satisfies a conjunction of constraints.
 
-Why set algebra: relation constraints give candidate sets straight from the adjacency
-(paths are followed backwards from their end), so a question is checked against all
-entities without scanning them; predicate-only constraints then filter the survivors.
+Why generate-then-check: one constraint with a small exact set (a fact about a named anchor,
+a count over named anchors, a superlative over a group) is computed from the indexes by
+walking its path backwards; every other constraint is then checked on those few candidates
+by walking forwards from each. Nothing scans all entities, so a check costs the same on a
+dump of a hundred pages or of millions.
 """
 
 from __future__ import annotations
@@ -20,68 +22,41 @@ from wikisim.synth.constraints import (
     Named,
     NameInitials,
     NameStarts,
-    NameWords,
     Not,
     NumberIn,
     Path,
     Pred,
+    Step,
     Target,
 )
-from wikisim.synth.graph import MENTIONS, Entity, KnowledgeGraph
+from wikisim.synth.factdb import FactDB
 from wikisim.synth.names import display_name, initials
 
-_MEMO_LIMIT = 100_000
+_MEMO_LIMIT = 50_000
 
 
-def pred_holds(pred: Pred, e: Entity) -> bool:
-    if isinstance(pred, DateIn):
-        a = e.attr(pred.attr)
-        if a is None or a.date is None or not pred.lo <= a.date.year <= pred.hi:
+def pred_holds(db: FactDB, pred: Pred, n: int) -> bool:
+    if isinstance(pred, DateIn | NumberIn):
+        a = db.attrs(n).get(pred.attr)
+        if a is None or not pred.lo <= a.value <= pred.hi:
             return False
-        return not pred.months or a.date.month in pred.months
-    if isinstance(pred, NumberIn):
-        a = e.attr(pred.attr)
-        return a is not None and a.quantity is not None and pred.lo <= a.quantity.value <= pred.hi
+        return not isinstance(pred, DateIn) or not pred.months or a.month in pred.months
+    e = db.entity(n)
     if isinstance(pred, NameInitials):
         return initials(e.title) == pred.initials
-    if isinstance(pred, NameWords):
-        return len(display_name(e.title).split()) == pred.n
     if isinstance(pred, NameStarts):
         return display_name(e.title)[:1].upper() == pred.letter
     raise TypeError(f"unknown predicate {pred!r}")
 
 
-def attr_value(e: Entity, attr: str) -> float | None:
-    """Comparable value: a date's year (dates differ in precision), or a quantity's value."""
-    a = e.attr(attr)
-    if a is None:
-        return None
-    if a.date is not None:
-        return float(a.date.year)
-    return a.quantity.value if a.quantity is not None else None
+def attr_value(db: FactDB, n: int, attr: str) -> float | None:
+    a = db.attrs(n).get(attr)
+    return a.value if a is not None else None
 
 
 class Solver:
-    """Set algebra over indexes: by kind, by (kind, fine type), by attribute name, by name shape."""
-
-    def __init__(self, kg: KnowledgeGraph) -> None:
-        self.kg = kg
-        self.all = frozenset(kg.entities)
-        self.by_kind: dict[str, set[int]] = {}
-        self.by_type: dict[tuple[str, str], set[int]] = {}
-        self.by_attr: dict[str, set[int]] = {}
-        self.by_name: dict[Pred, set[int]] = {}
-        for n, e in kg.entities.items():
-            self.by_kind.setdefault(e.kind, set()).add(n)
-            self.by_type.setdefault((e.kind, e.fine_type), set()).add(n)
-            for a in e.attributes:
-                self.by_attr.setdefault(a.name, set()).add(n)
-            words = display_name(e.title).split()
-            keys: list[Pred] = [NameWords(len(words)), NameInitials(initials(e.title))]
-            if words:
-                keys.append(NameStarts(words[0][:1].upper()))
-            for key in keys:
-                self.by_name.setdefault(key, set()).add(n)
+    def __init__(self, db: FactDB) -> None:
+        self.db = db
         self._memo: dict[object, frozenset[int]] = {}
 
     def _remember(self, key: object, value: set[int]) -> frozenset[int]:
@@ -90,99 +65,105 @@ class Solver:
         out = self._memo[key] = frozenset(value)
         return out
 
-    def pred_set(self, pred: Pred, pool: set[int] | frozenset[int] | None = None) -> set[int]:
-        """Entities (of pool, if given) whose attribute or name satisfies pred."""
-        if isinstance(pred, DateIn | NumberIn):
-            base = self.by_attr.get(pred.attr, set())
-            base = base & pool if pool is not None else base
-            return {n for n in base if pred_holds(pred, self.kg.entities[n])}
-        base = self.by_name.get(pred, set())
-        return base & pool if pool is not None else set(base)
+    def _kind_ok(self, n: int, kind: str) -> bool:
+        return not kind or self.db.entity(n).kind == kind
 
     def target_set(self, t: Target) -> frozenset[int]:
         if isinstance(t, Named):
-            return frozenset((t.node,)) if t.node in self.kg.entities else frozenset()
+            return frozenset((t.node,))
         if t in self._memo:
             return self._memo[t]
-        pool = self.by_type.get((t.kind, t.fine_type), set()) if t.fine_type else self.by_kind.get(t.kind, set())
-        return self._remember(t, self.pred_set(t.pred, pool))
+        found = {
+            n
+            for n in self.db.attr_range(t.pred.attr, t.pred.lo, t.pred.hi)
+            if self._kind_ok(n, t.kind) and pred_holds(self.db, t.pred, n)
+        }
+        return self._remember(t, found)
+
+    def _back(self, frontier: set[int] | frozenset[int], step: Step) -> set[int]:
+        """Entities from which `step` reaches a member of frontier."""
+        out: set[int] = set()
+        for f in frontier:
+            if step.direction == "out":
+                out |= self.db.subjects(step.relation, f)
+            else:
+                out |= self.db.objects(f, step.relation)
+        return out
+
+    def _forward(self, n: int, step: Step) -> set[int]:
+        nxt = (
+            self.db.objects(n, step.relation)
+            if step.direction == "out"
+            else self.db.subjects(step.relation, n)
+        )
+        return {m for m in nxt if self._kind_ok(m, step.kind)}
 
     def path_set(self, p: Path) -> frozenset[int]:
+        """Every entity that reaches p's end through p's steps (walked backwards from the end)."""
         if p in self._memo:
             return self._memo[p]
         cur: set[int] = set(self.target_set(p.end))
-        for step in reversed(p.steps):
-            rel = None if step.relation == MENTIONS else step.relation  # "links to" means any link
-            nxt: set[int] = set()
-            for s in cur:
-                if step.direction == "out":
-                    nxt |= self.kg.predecessors(s, rel)
-                else:
-                    nxt |= self.kg.successors(s, rel)
-            cur = nxt
+        for i in range(len(p.steps) - 1, -1, -1):
+            cur = self._back(cur, p.steps[i])
+            if i > 0:
+                cur = {n for n in cur if self._kind_ok(n, p.steps[i - 1].kind)}
         return self._remember(p, cur)
+
+    def path_holds(self, p: Path, n: int) -> bool:
+        cur = {n}
+        for step in p.steps:
+            cur = {m for c in cur for m in self._forward(c, step)}
+            if not cur:
+                return False
+        if isinstance(p.end, Named):
+            return p.end.node in cur
+        return any(self._kind_ok(m, p.end.kind) and pred_holds(self.db, p.end.pred, m) for m in cur)
+
+    def count_set(self, c: CountOf) -> dict[int, int]:
+        """Entity -> how many of c.among it is related to by c.step."""
+        counts: dict[int, int] = {}
+        for a in c.among:
+            for n in self._back({a.node}, c.step):
+                counts[n] = counts.get(n, 0) + 1
+        return counts
 
     def extreme_set(self, c: Extreme) -> frozenset[int]:
         if c in self._memo:
             return self._memo[c]
-        values = {n: attr_value(self.kg.entities[n], c.attr) for n in self.path_set(c.group)}
-        known = {n: v for n, v in values.items() if v is not None}
+        known = {
+            n: v
+            for n in self.path_set(c.group)
+            if (v := attr_value(self.db, n, c.attr)) is not None
+        }
         if not known:
             return self._remember(c, set())
         best = min(known.values()) if c.mode == "min" else max(known.values())
         return self._remember(c, {n for n, v in known.items() if v == best})
 
-    def exact(self, c: Constraint) -> frozenset[int] | set[int] | None:
-        """The set of entities satisfying c, where an index gives it directly; else None."""
-        if isinstance(c, IsKind):
-            return self.by_kind.get(c.kind, set())
-        if isinstance(c, Path):
+    def generator(self, c: Constraint) -> frozenset[int] | set[int] | None:
+        """The exact set of c where an index gives it cheaply; None where only a check will do."""
+        if isinstance(c, Path) and isinstance(c.end, Named):
             return self.path_set(c)
         if isinstance(c, Extreme):
             return self.extreme_set(c)
-        if isinstance(c, HasAttr) and not isinstance(c.pred, DateIn | NumberIn):
-            return self.by_name.get(c.pred, set())
+        if isinstance(c, CountOf) and c.k > 0:
+            return {n for n, k in self.count_set(c).items() if k == c.k}
         return None
 
-    def narrow(self, c: Constraint, pool: set[int] | frozenset[int]) -> set[int]:
-        """The members of pool that satisfy c."""
-        ex = self.exact(c)
-        if ex is not None:
-            return set(pool & ex) if len(pool) <= len(ex) else set(ex & pool)
-        if isinstance(c, HasAttr):
-            return self.pred_set(c.pred, pool)
-        if isinstance(c, Not):
-            return set(pool) - self.narrow(c.inner, pool)
-        if isinstance(c, CountOf):
-            counts: dict[int, int] = {}
-            for a in c.among:
-                for n in self.kg.neighbors(a.node):
-                    counts[n] = counts.get(n, 0) + 1
-            if c.k == 0:
-                return {n for n in pool if n not in counts}
-            return {n for n, k in counts.items() if k == c.k and n in pool}
-        if isinstance(c, Compare):
-            return {n for n in pool & self.by_attr.get(c.attr, set()) if self.holds(c, n)}
-        raise TypeError(f"unknown constraint {c!r}")
-
     def holds(self, c: Constraint, n: int) -> bool:
-        """Whether entity n satisfies c (one entity: for sets use narrow)."""
-        e = self.kg.entities[n]
+        db = self.db
         if isinstance(c, IsKind):
-            return e.kind == c.kind
+            return db.entity(n).kind == c.kind
         if isinstance(c, HasAttr):
-            return pred_holds(c.pred, e)
+            return pred_holds(db, c.pred, n)
         if isinstance(c, Path):
-            return n in self.path_set(c)
+            return self.path_holds(c, n)
         if isinstance(c, Not):
-            return not self.holds(c.inner, n)
+            return not self.path_holds(c.inner, n)
         if isinstance(c, CountOf):
-            nbrs = self.kg.neighbors(n)
-            return sum(a.node in nbrs for a in c.among) == c.k
+            return sum(self.path_holds(Path((c.step,), a), n) for a in c.among) == c.k
         if isinstance(c, Compare):
-            mine = attr_value(e, c.attr)
-            other = self.kg.entities.get(c.other.node)
-            theirs = attr_value(other, c.attr) if other is not None else None
+            mine, theirs = attr_value(db, n, c.attr), attr_value(db, c.other.node, c.attr)
             if mine is None or theirs is None:
                 return False
             return mine < theirs if c.op == "<" else mine > theirs
@@ -190,18 +171,28 @@ class Solver:
             return n in self.extreme_set(c)
         raise TypeError(f"unknown constraint {c!r}")
 
+    def candidates(self, constraints: Sequence[Constraint]) -> set[int]:
+        """A superset of the answer set from the smallest cheap generator (or a described path)."""
+        sets = [s for c in constraints if (s := self.generator(c)) is not None]
+        if not sets:
+            described = [self.path_set(c) for c in constraints if isinstance(c, Path)]
+            attrs = [
+                set(self.db.attr_range(c.pred.attr, c.pred.lo, c.pred.hi))
+                for c in constraints
+                if isinstance(c, HasAttr) and isinstance(c.pred, DateIn | NumberIn)
+            ]
+            sets = [*described, *attrs]
+        if not sets:
+            raise ValueError(
+                f"no constraint of {constraints!r} narrows the entities: add a fact or an attribute"
+            )
+        return set(min(sets, key=len))
+
     def solve(self, constraints: Sequence[Constraint]) -> set[int]:
-        """All entities satisfying every constraint; exact index sets first, smallest first."""
-        exacts = [(c, self.exact(c)) for c in constraints]
-        ordered = sorted(((c, s) for c, s in exacts if s is not None), key=lambda cs: len(cs[1]))
-        pool: set[int] | frozenset[int] = ordered[0][1] if ordered else self.all
-        for _, s in ordered[1:]:
-            pool = pool & s
-            if not pool:
-                return set()
-        for c, s in exacts:
-            if s is None:
-                pool = self.narrow(c, pool)
-                if not pool:
-                    return set()
-        return set(pool)
+        """All entities satisfying every constraint."""
+        return {
+            n for n in self.candidates(constraints) if all(self.holds(c, n) for c in constraints)
+        }
+
+    def narrow(self, c: Constraint, pool: set[int]) -> set[int]:
+        return {n for n in pool if self.holds(c, n)}

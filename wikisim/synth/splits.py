@@ -21,7 +21,9 @@ def answer_split(answer: str, dev: float = 0.1, test: float = 0.1) -> str:
     return "test" if u < test else "dev" if u < test + dev else "train"
 
 
-def assign_splits(records: list[dict[str, Any]], dev: float = 0.1, test: float = 0.1) -> dict[str, str]:
+def assign_splits(
+    records: list[dict[str, Any]], dev: float = 0.1, test: float = 0.1
+) -> dict[str, str]:
     """Question id -> "train" | "dev" | "test" | "held_out" (a function of the records, in order)."""
     by_structure: dict[str, str] = {}
     out: dict[str, str] = {}

@@ -1,9 +1,10 @@
-"""Candidate facts about an answer node, each carrying its kinds of uncertainty.
+"""Candidate facts about an answer entity, each carrying its kinds of uncertainty.
 
 Why facts rather than finished questions: the pipeline picks a conjunction of facts that
 the solver proves unique, so every fact needs its constraint, the uncertainty it adds, the
-pages that alone state it (for the "no single page states everything" rule) and the
-pages an agent must read to check it (the evidence).
+pages that alone state it (for the "no single page states everything" rule) and the pages
+an agent must read to check it. Every fact here is typed: a relation from the vocabulary,
+an attribute with its unit, or a letter of the name; never a link between pages.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-import networkx as nx
-
-from wikisim.synth.attrs import Date, Quantity
 from wikisim.synth.constraints import (
     Compare,
     Constraint,
@@ -27,7 +25,6 @@ from wikisim.synth.constraints import (
     Named,
     NameInitials,
     NameStarts,
-    NameWords,
     Not,
     NumberIn,
     Path,
@@ -35,7 +32,9 @@ from wikisim.synth.constraints import (
     Step,
     Target,
 )
-from wikisim.synth.graph import MENTIONS, KnowledgeGraph
+from wikisim.synth.english import ATTRIBUTES, RELATIONS, ordinal
+from wikisim.synth.factdb import AttrVal, FactDB
+from wikisim.synth.kinds import answer_noun
 from wikisim.synth.names import display_name, initials
 from wikisim.synth.sample import Subgraph
 from wikisim.synth.solver import Solver, attr_value
@@ -51,194 +50,267 @@ UNCERTAINTY_KINDS = (
     "negation_exclusion",
     "relation_chain",
 )
-_SEASONS = (("spring", (3, 4, 5)), ("summer", (6, 7, 8)), ("autumn", (9, 10, 11)), ("winter", (12, 1, 2)))
+_SEASONS = (
+    ("spring", (3, 4, 5)),
+    ("summer", (6, 7, 8)),
+    ("autumn", (9, 10, 11)),
+    ("winter", (12, 1, 2)),
+)
+_DATES = frozenset(
+    a
+    for a, (vp, *_) in ATTRIBUTES.items()
+    if "{v}" in vp and a in ("birth_date", "death_date", "founded", "released", "opened")
+)
+MAX_NEIGHBOURS = 12  # typed neighbours of one entity considered per question
+Edge = tuple[int, str, int]
 
 
 @dataclass(frozen=True)
 class Fact:
     constraint: Constraint
     kinds: tuple[str, ...]
-    stated_by: frozenset[int]  # pages that state the whole fact on their own
-    pages: tuple[int, ...]  # pages an agent reads to check it
-    edges: tuple[tuple[int, int, str], ...] = ()  # (src, dst, relation) links behind it
+    stated_by: frozenset[str]  # URLs of pages that state the whole fact on their own
+    urls: tuple[str, ...]  # pages an agent reads to check it
+    edges: tuple[Edge, ...] = ()  # typed facts behind it: (subject, relation, object)
+    attrs: tuple[tuple[int, str], ...] = ()  # attributes behind it: (entity, attribute)
 
 
-def fuzz_date(attr: str, d: Date, rng: random.Random) -> DateIn | None:
-    """A period around d: its decade, part of a decade, half-century, or a season in a decade.
-
-    None for years before 1 AD: periods "BC" run backwards and read ambiguously.
-    """
-    if d.year < 1:
+def fuzz_date(attr: str, a: AttrVal, rng: random.Random) -> DateIn | None:
+    """A period around a date, in words: its decade, part of a decade, half a century, a season."""
+    year = int(a.value)
+    if year < 100:
         return None
-    dec = d.year // 10 * 10
-    part = d.year % 10
+    dec = year // 10 * 10
+    part = year % 10
     word, lo, hi = ("early", 0, 3) if part <= 3 else ("mid", 4, 6) if part <= 6 else ("late", 7, 9)
-    cent = d.year // 100 * 100
-    half_lo = cent if d.year % 100 < 50 else cent + 50
-    options = [
-        DateIn(attr, dec, dec + 9, f"the {dec}s"),
-        DateIn(attr, dec + lo, dec + hi, f"the {word} {dec}s"),
-        DateIn(attr, half_lo, half_lo + 49, f"the {'first' if half_lo == cent else 'second'} half of the {cent}s"),
-    ]
-    if d.month:
-        season, months = next(s for s in _SEASONS if d.month in s[1])
-        options.append(DateIn(attr, dec, dec + 9, f"a {season} month of the {dec}s", months))
+    cent = year // 100 * 100
+    half_lo = cent if year % 100 < 50 else cent + 50
+    century = ordinal(cent // 100 + 1)
+    half = "first" if half_lo == cent else "second"
+    options = [DateIn(attr, half_lo, half_lo + 49, f"the {half} half of the {century} century")]
+    if dec % 100:  # "the 1900s" or "the late 1900s" could mean the whole century
+        options += [
+            DateIn(attr, dec, dec + 9, f"the {dec}s"),
+            DateIn(attr, dec + lo, dec + hi, f"the {word} {dec}s"),
+        ]
+    if a.month and dec % 100:
+        season, months = next(s for s in _SEASONS if a.month in s[1])
+        options.append(DateIn(attr, dec, dec + 9, f"the {season} of a year in the {dec}s", months))
     return options[rng.randrange(len(options))]
 
 
-def fuzz_number(attr: str, q: Quantity, rng: random.Random) -> NumberIn | None:
-    """A round range containing q: "between 40,000 and 50,000"."""
-    if q.value <= 0 or not math.isfinite(q.value):
+def fuzz_number(attr: str, a: AttrVal, rng: random.Random) -> NumberIn | None:
+    """A round range around a quantity: "between two and three million"."""
+    if a.value < 10 or not math.isfinite(a.value):
         return None
-    mag = 10 ** math.floor(math.log10(q.value))
-    step = mag if rng.random() < 0.5 or q.value < mag * 5 else mag * 5
-    lo = math.floor(q.value / step) * step
-    return NumberIn(attr, float(lo), float(lo + step), q.unit)
+    mag = 10 ** math.floor(math.log10(a.value))
+    step = mag if rng.random() < 0.5 or a.value < mag * 5 else mag * 5
+    lo = math.floor(a.value / step) * step
+    return NumberIn(attr, float(lo), float(lo + step), a.unit)
+
+
+def fuzz(attr: str, a: AttrVal, rng: random.Random) -> tuple[DateIn | NumberIn, str] | None:
+    if attr not in ATTRIBUTES:
+        return None
+    if attr in _DATES:
+        d = fuzz_date(attr, a, rng)
+        return (d, "temporal_fuzzing") if d is not None else None
+    q = fuzz_number(attr, a, rng)
+    return (q, "numeric_range") if q is not None else None
 
 
 def name_pred(title: str, rng: random.Random) -> Pred | None:
     words = display_name(title).split()
-    if not words or not words[0][:1].isalnum():
+    if not words or not words[0][:1].isalpha():
         return None
-    options: list[Pred] = [NameWords(len(words)), NameStarts(words[0][0].upper())]
-    if len(words) >= 2:
+    options: list[Pred] = [NameStarts(words[0][0].upper())]
+    if 2 <= len(words) <= 4 and all(w[:1].isupper() for w in words):
         options.append(NameInitials(initials(title)))
     return options[rng.randrange(len(options))]
 
 
-def fuzz_attrs(kg: KnowledgeGraph, node: int, rng: random.Random) -> list[tuple[Pred, str]]:
-    """Every fuzzable attribute of node as (predicate, uncertainty kind)."""
-    out: list[tuple[Pred, str]] = []
-    for a in kg.entities[node].attributes:
-        if a.date is not None:
-            date = fuzz_date(a.name, a.date, rng)
-            if date is not None:
-                out.append((date, "temporal_fuzzing"))
-        elif a.quantity is not None:
-            num = fuzz_number(a.name, a.quantity, rng)
-            if num is not None:
-                out.append((num, "numeric_range"))
-    return out
+class FactFinder:
+    """Facts about one answer, from the fact table around it and the walk's subgraph."""
 
+    def __init__(self, db: FactDB, solver: Solver, rng: random.Random, obfuscate: float) -> None:
+        self.db, self.solver, self.rng, self.obfuscate = db, solver, rng, obfuscate
 
-def describe(kg: KnowledgeGraph, node: int, rng: random.Random) -> tuple[Described, tuple[str, ...]] | None:
-    """Entity obfuscation: a name becomes its type plus one fuzzed fact."""
-    e = kg.entities[node]
-    preds = fuzz_attrs(kg, node, rng)
-    if preds:
-        pred, kind = preds[rng.randrange(len(preds))]
-        return Described(e.kind, e.fine_type, pred), ("entity_obfuscation", kind)
-    pred = name_pred(e.title, rng)
-    if pred is None or not e.fine_type:
-        return None
-    return Described(e.kind, e.fine_type, pred), ("entity_obfuscation", "partial_identifier")
+    def url(self, edge: Edge) -> str:
+        row = self.db.fact(*edge)
+        return row.url if row is not None else ""
 
+    def neighbours(self, n: int, prefer: set[int]) -> list[tuple[Step, int, Edge]]:
+        """Typed facts of n as (step from n, the other entity, the fact), subgraph members first."""
+        out = [
+            (Step(r, "out", self.db.entity(o).kind), o, (n, r, o))
+            for r, o in self.db.out(n)
+            if r in RELATIONS
+        ]
+        out += [
+            (Step(r, "in", self.db.entity(s).kind), s, (s, r, n))
+            for r, s in self.db.inc(n)
+            if r in RELATIONS
+        ]
+        out = [t for t in out if t[1] != n]
+        self.rng.shuffle(out)
+        out.sort(key=lambda t: t[1] not in prefer)
+        return out[:MAX_NEIGHBOURS]
 
-def step_between(kg: KnowledgeGraph, a: int, b: int, rng: random.Random) -> tuple[Step, tuple[int, int, str]] | None:
-    """How a reaches b in one link: a typed relation if there is one, else a plain link."""
-    options = [(Step(r, "out"), (a, b, r)) for r in sorted(kg.relations(a, b))]
-    options += [(Step(r, "in"), (b, a, r)) for r in sorted(kg.relations(b, a))]
-    if not options:
-        return None
-    typed = [o for o in options if o[0].relation != MENTIONS]
-    pool = typed or options
-    return pool[rng.randrange(len(pool))]
+    def target(
+        self, node: int
+    ) -> tuple[Target, tuple[str, ...], tuple[str, ...], tuple[tuple[int, str], ...]]:
+        """The anchor named, or described by its kind and one fuzzed attribute."""
+        if self.rng.random() < self.obfuscate:
+            e = self.db.entity(node)
+            attrs = [(a, v) for a, v in self.db.attrs(node).items() if a in ATTRIBUTES]
+            if attrs:
+                a, v = attrs[self.rng.randrange(len(attrs))]
+                fz = fuzz(a, v, self.rng)
+                if fz is not None:
+                    d = Described(e.kind, answer_noun(e.kind, e.noun), fz[0])
+                    return d, ("entity_obfuscation", fz[1]), (v.url,), ((node, a),)
+        return Named(node, self.db.entity(node).title), (), (), ()
 
+    def path_fact(
+        self, steps: tuple[Step, ...], nodes: tuple[int, ...], edges: tuple[Edge, ...]
+    ) -> Fact:
+        end, kinds, attr_urls, attrs = self.target(nodes[-1])
+        urls = tuple(self.url(e) for e in edges)
+        stated = frozenset(urls[:1]) if len(urls) == 1 else frozenset()
+        if attr_urls:
+            stated &= frozenset(attr_urls)
+        if len(steps) >= 2:
+            kinds = (*kinds, "relation_chain")
+        return Fact(
+            Path(steps, end), kinds, stated, tuple(dict.fromkeys(urls + attr_urls)), edges, attrs
+        )
 
-def _target(kg: KnowledgeGraph, node: int, rng: random.Random, obfuscate: float) -> tuple[Target, tuple[str, ...], frozenset[int]]:
-    """The anchor named, or described; and the pages that state the description."""
-    if rng.random() < obfuscate:
-        desc = describe(kg, node, rng)
-        if desc is not None:
-            return desc[0], desc[1], frozenset((node,))
-    return Named(node, kg.entities[node].title), (), frozenset()
-
-
-def _path_fact(kg: KnowledgeGraph, path: list[int], rng: random.Random, obfuscate: float) -> Fact | None:
-    steps: list[Step] = []
-    edges: list[tuple[int, int, str]] = []
-    for a, b in zip(path, path[1:], strict=False):
-        s = step_between(kg, a, b, rng)
-        if s is None:
-            return None
-        steps.append(s[0])
-        edges.append(s[1])
-    end, kinds, desc_pages = _target(kg, path[-1], rng, obfuscate)
-    stated: frozenset[int] | None = None
-    for src, _, _ in edges:
-        stated = frozenset((src,)) if stated is None else stated & {src}
-    if desc_pages:
-        stated = (stated or frozenset()) & desc_pages
-    if len(steps) >= 2:
-        kinds = (*kinds, "relation_chain")
-    return Fact(Path(tuple(steps), end), kinds, stated or frozenset(), tuple(path), tuple(edges))
-
-
-def facts_for(kg: KnowledgeGraph, solver: Solver, sub: Subgraph, x: int, rng: random.Random,
-              obfuscate: float = 0.35) -> list[Fact]:
-    """Every candidate fact about x that the subgraph supports (deterministic given rng)."""
-    g = nx.Graph()
-    g.add_nodes_from(sub.nodes)
-    g.add_edges_from((u, v) for u, v, _ in sub.edges)
-    others = [n for n in sub.nodes if n != x]
-    facts: list[Fact] = []
-    paths = nx.single_source_shortest_path(g, x, cutoff=4)
-    for y in others:
-        if y in paths:
-            f = _path_fact(kg, paths[y], rng, obfuscate)
-            if f is not None:
-                facts.append(f)
-    for pred, kind in fuzz_attrs(kg, x, rng):
-        facts.append(Fact(HasAttr(pred), (kind,), frozenset((x,)), (x,)))
-    pred = name_pred(kg.entities[x].title, rng)
-    if pred is not None:
-        facts.append(Fact(HasAttr(pred), ("partial_identifier",), frozenset((x,)), (x,)))
-    nbrs = kg.neighbors(x)
-    far = [z for z in others if z not in nbrs]
-    if far:
-        z = far[rng.randrange(len(far))]
-        direction = "in" if kg.successors(z) else "out"
-        facts.append(Fact(Not(Path((Step(MENTIONS, direction),), Named(z, kg.entities[z].title))),
-                          ("negation_exclusion",), frozenset((x,)), (x, z)))
-    among = others[:5]
-    linked = [a for a in among if a in nbrs]
-    if len(among) >= 2 and 0 < len(linked) < len(among):  # "2 of 2" would just be two links
-        stated = frozenset.intersection(*[
-            frozenset(src for src, dst in ((x, a), (a, x)) if kg.relations(src, dst)) for a in linked
-        ])
-        facts.append(Fact(CountOf(tuple(Named(a, kg.entities[a].title) for a in among), len(linked)),
-                          ("counting_aggregation",), stated, (x, *among)))
-    facts.extend(_comparisons(kg, solver, x, others, rng))
-    return facts
-
-
-def _comparisons(kg: KnowledgeGraph, solver: Solver, x: int, others: list[int], rng: random.Random) -> list[Fact]:
-    ex = kg.entities[x]
-    out: list[Fact] = []
-    for a in ex.attributes:
-        mine = attr_value(ex, a.name)
-        if mine is None:
-            continue
-        vk: Literal["date", "number"] = "date" if a.date is not None else "number"
-        for y in others:
-            theirs = attr_value(kg.entities[y], a.name)
-            if theirs is not None and theirs != mine:
-                c = Compare(a.name, "<" if mine < theirs else ">", Named(y, kg.entities[y].title), vk)
-                out.append(Fact(c, ("comparison_superlative",), frozenset(), (x, y)))
-                break
-        for y in others:
-            s = step_between(kg, x, y, rng)
-            if s is None:
+    def facts(self, sub: Subgraph, x: int) -> list[Fact]:
+        db, rng = self.db, self.rng
+        prefer = set(sub.nodes)
+        near = self.neighbours(x, prefer)
+        facts: list[Fact] = []
+        for step, y, edge in near:
+            facts.append(self.path_fact((step,), (x, y), (edge,)))
+        pool: list[int] = [n for n in sub.nodes if n != x]
+        for step, y, edge in near[:4]:
+            if db.entity(y).hub:
                 continue
-            group = Path((s[0],), Named(y, kg.entities[y].title))
-            members = solver.path_set(group)
-            values = [attr_value(kg.entities[m], a.name) for m in members]
-            known = [v for v in values if v is not None]
-            if len(known) < 2:
+            for step2, z, edge2 in self.neighbours(y, prefer)[:3]:
+                if z != x and z != y:
+                    facts.append(self.path_fact((step, step2), (x, y, z), (edge, edge2)))
+                    pool.append(z)
+        pool += [y for _, y, _ in near]
+        pool = list(dict.fromkeys(n for n in pool if n != x))
+        for a, v in db.attrs(x).items():
+            fz = fuzz(a, v, rng)
+            if fz is not None:
+                facts.append(
+                    Fact(HasAttr(fz[0]), (fz[1],), frozenset((v.url,)), (v.url,), (), ((x, a),))
+                )
+        pred = name_pred(db.entity(x).title, rng) if rng.random() < 0.5 else None
+        if pred is not None:
+            facts.append(Fact(HasAttr(pred), ("partial_identifier",), frozenset(), ()))
+        facts += self.exclusions(x, near, pool)
+        facts += self.comparisons(x, near, pool)
+        return facts
+
+    def decoys(self, x: int, step: Step, kind: str, pool: list[int]) -> list[int]:
+        """Entities of `kind` that the fact `step` links to someone else, but not to x."""
+        out = []
+        for z in pool:
+            if db_kind(self.db, z) != kind or self.solver.path_holds(
+                Path((step,), Named(z, "")), x
+            ):
                 continue
-            for mode, best in (("min", min(known)), ("max", max(known))):
-                if best == mine and known.count(best) == 1:
-                    out.append(Fact(Extreme(a.name, mode, group, vk), ("comparison_superlative",),
-                                    frozenset(), (x, y), (s[1],)))
+            if self.solver.path_set(Path((step,), Named(z, ""))):
+                out.append(z)
+        return out
+
+    def exclusions(self, x: int, near: list[tuple[Step, int, Edge]], pool: list[int]) -> list[Fact]:
+        """Negation ("was not born in Z") and counting ("exactly two of A, B and C")."""
+        out: list[Fact] = []
+        for step, _, _ in near[:3]:
+            decoys = self.decoys(x, step, step.kind, pool)
+            if not decoys:
+                continue
+            z = decoys[self.rng.randrange(len(decoys))]
+            neg = Path((step,), Named(z, self.db.entity(z).title))
+            out.append(
+                Fact(Not(neg), ("negation_exclusion",), frozenset(), (self.db.entity(x).url,))
+            )
+            plain = [
+                m for m in decoys if "," not in self.db.entity(m).title
+            ]  # commas would blur the list
+            related = [m for s, m, _ in near if s == step and "," not in self.db.entity(m).title][
+                :2
+            ]
+            among = sorted({*related, *plain[:2]})
+            if len(among) >= 2 and len(related) < len(among):
+                names = tuple(Named(a, self.db.entity(a).title) for a in among)
+                edges = tuple(e for s, m, e in near if s == step and m in related)
+                out.append(
+                    Fact(
+                        CountOf(names, len(related), step),
+                        ("counting_aggregation",),
+                        frozenset(),
+                        tuple(dict.fromkeys(self.url(e) for e in edges)),
+                        edges,
+                    )
+                )
             break
-    return out
+        return out
+
+    def comparisons(
+        self, x: int, near: list[tuple[Step, int, Edge]], pool: list[int]
+    ) -> list[Fact]:
+        db = self.db
+        out: list[Fact] = []
+        mine_all = {a: v for a, v in db.attrs(x).items() if a in ATTRIBUTES}
+        kind = db.entity(x).kind
+        for a, mine in mine_all.items():
+            vk: Literal["date", "number"] = "date" if a in _DATES else "number"
+            for y in pool:
+                theirs = attr_value(db, y, a)
+                if theirs is not None and theirs != mine.value and db_kind(db, y) == kind:
+                    c = Compare(
+                        a, "<" if mine.value < theirs else ">", Named(y, db.entity(y).title), vk
+                    )
+                    out.append(
+                        Fact(
+                            c,
+                            ("comparison_superlative",),
+                            frozenset(),
+                            (mine.url, db.attrs(y)[a].url),
+                            (),
+                            ((x, a), (y, a)),
+                        )
+                    )
+                    break
+            for step, y, edge in near:
+                group = Path(
+                    (Step(step.relation, step.direction, db_kind(db, y)),),
+                    Named(y, db.entity(y).title),
+                )
+                members = self.solver.path_set(group)
+                known = [v for m in members if (v := attr_value(db, m, a)) is not None]
+                if len(known) < 3:
+                    continue
+                for mode, best in (("min", min(known)), ("max", max(known))):
+                    if best == mine.value and known.count(best) == 1:
+                        out.append(
+                            Fact(
+                                Extreme(a, mode, group, vk),
+                                ("comparison_superlative",),
+                                frozenset(),
+                                (self.url(edge), mine.url),
+                                (edge,),
+                                ((x, a),),
+                            )
+                        )
+                break
+        return out
+
+
+def db_kind(db: FactDB, n: int) -> str:
+    return db.entity(n).kind

@@ -1,22 +1,20 @@
-"""Independent re-verification of a written question record, by brute force.
+"""Independent re-verification of a written question record, as one SQL query.
 
-Why a second verifier: the solver in `solver.py` works on constraint objects with indexes and
-memo tables; this one reads only the JSON record, tests every entity of a networkx
-MultiDiGraph one by one, and shares no code with the solver beyond the graph's data. A question passes only
-if exactly its answer satisfies every constraint, the answer page exists, its name is not in
-the question, and every evidence URL is a page of the graph.
+Why a second verifier: the solver works on constraint objects with Python set algebra and
+caches; this one reads only the JSON record, compiles its constraints into a single SQL
+query over the fact table and lets SQLite find every satisfying entity. It shares no code
+with the solver beyond the table's schema. A question passes only if exactly its answer
+satisfies every constraint, its answer's name is not in the question, and every evidence
+fact it cites is in the table.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-import networkx as nx
-
-from wikisim.synth.graph import MENTIONS, KnowledgeGraph
 
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -29,114 +27,139 @@ class Reverdict:
     satisfying: tuple[int, ...]
 
 
-def graph_view(kg: KnowledgeGraph) -> nx.MultiDiGraph:
-    """One directed edge per (src, dst, relation); nodes carry the entity record."""
-    g = nx.MultiDiGraph()
-    for n, e in kg.entities.items():
-        g.add_node(n, entity=e)
-    for (u, v), rels in kg.edges.items():
-        for rel in rels:
-            g.add_edge(u, v, key=rel)
-    return g
+def _display(title: str) -> str:
+    return _PAREN.sub("", title).strip() or title
+
+
+def _initials(title: str) -> str:
+    return " ".join(w[0].upper() + "." for w in _display(title).split() if w[:1].isalnum())
 
 
 class Reverifier:
-    def __init__(self, kg: KnowledgeGraph) -> None:
-        self.kg = kg
-        self.g = graph_view(kg)
-        self.urls = {e.url for e in kg.entities.values()}
+    def __init__(self, path: str | Path) -> None:
+        self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self.db.create_function(
+            "display_first", 1, lambda t: _display(t)[:1].upper(), deterministic=True
+        )
+        self.db.create_function("initials", 1, _initials, deterministic=True)
 
-    def _name(self, n: int) -> str:
-        t = self.kg.entities[n].title
-        return _PAREN.sub("", t).strip() or t
-
-    def _value(self, n: int, attr: str) -> float | None:
-        for a in self.kg.entities[n].attributes:
-            if a.name == attr:
-                if a.date is not None:
-                    return float(a.date.year)
-                if a.quantity is not None:
-                    return a.quantity.value
-        return None
-
-    def _pred(self, p: dict[str, Any], n: int) -> bool:
-        e = self.kg.entities[n]
-        words = self._name(n).split()
+    def _pred(self, p: dict[str, Any], col: str, args: list[Any]) -> str:
         t = p["type"]
-        if t == "DateIn":
-            a = next((a for a in e.attributes if a.name == p["attr"] and a.date is not None), None)
-            return a is not None and p["lo"] <= a.date.year <= p["hi"] and (not p["months"] or a.date.month in p["months"])
-        if t == "NumberIn":
-            a = next((a for a in e.attributes if a.name == p["attr"] and a.quantity is not None), None)
-            return a is not None and p["lo"] <= a.quantity.value <= p["hi"]
-        if t == "NameInitials":
-            return " ".join(w[0].upper() + "." for w in words if w[:1].isalnum()) == p["initials"]
-        if t == "NameWords":
-            return len(words) == p["n"]
+        if t in ("DateIn", "NumberIn"):
+            args += [p["attr"], p["lo"], p["hi"]]
+            months = ""
+            if t == "DateIn" and p["months"]:
+                months = f" AND month IN ({','.join('?' * len(p['months']))})"
+                args += list(p["months"])
+            return f"EXISTS (SELECT 1 FROM attr WHERE s = {col} AND a = ? AND v BETWEEN ? AND ?{months})"
         if t == "NameStarts":
-            return bool(words) and words[0][:1].upper() == p["letter"]
+            args.append(p["letter"])
+            return f"(SELECT display_first(title) FROM entity WHERE id = {col}) = ?"
+        if t == "NameInitials":
+            args.append(p["initials"])
+            return f"(SELECT initials(title) FROM entity WHERE id = {col}) = ?"
         raise ValueError(f"unknown predicate {t!r}")
 
-    def _is_target(self, t: dict[str, Any], n: int) -> bool:
-        if t["type"] == "Named":
-            return n == t["node"]
-        e = self.kg.entities[n]
-        return e.kind == t["kind"] and (not t["fine_type"] or e.fine_type == t["fine_type"]) and self._pred(t["pred"], n)
+    def _end(self, end: dict[str, Any], args: list[Any]) -> str:
+        if end["type"] == "Named":
+            args.append(end["node"])
+            return "SELECT ?"
+        args.append(end["kind"])
+        inner = self._pred(end["pred"], "e.id", args)
+        return f"SELECT e.id FROM entity e WHERE e.kind = ? AND {inner}"
 
-    def _back(self, n: int, step: dict[str, Any]) -> Iterable[int]:
-        """The entities from which `step` leads to n."""
-        edges = self.g.in_edges(n, keys=True) if step["direction"] == "out" else self.g.out_edges(n, keys=True)
-        for u, v, rel in edges:
-            if step["relation"] == MENTIONS or rel == step["relation"]:
-                yield u if step["direction"] == "out" else v
+    def _path(self, p: dict[str, Any], args: list[Any]) -> str:
+        return self._chain(p["steps"], p["end"], 0, args)
 
-    def _path_set(self, p: dict[str, Any], cache: dict[int, set[int]]) -> set[int]:
-        """Entities that reach p's end through its steps, found walking backwards from the end."""
-        key = id(p)
-        if key not in cache:
-            end = p["end"]
-            frontier = {end["node"]} if end["type"] == "Named" else {m for m in self.g.nodes if self._is_target(end, m)}
-            for step in reversed(p["steps"]):
-                frontier = {m for f in frontier for m in self._back(f, step)}
-            cache[key] = frontier
-        return cache[key]
+    def _chain(
+        self, steps: list[dict[str, Any]], end: dict[str, Any], i: int, args: list[Any]
+    ) -> str:
+        """SQL for the ids at position i of a path that reach its end (placeholders in text order)."""
+        if i == len(steps):
+            return self._end(end, args)
+        open_ = close = ""
+        if i > 0 and steps[i - 1]["kind"]:
+            args.append(steps[i - 1]["kind"])
+            open_, close = "SELECT id FROM entity WHERE kind = ? AND id IN (", ")"
+        pick, match = ("s", "o") if steps[i]["direction"] == "out" else ("o", "s")
+        args.append(steps[i]["relation"])
+        inner = self._chain(steps, end, i + 1, args)
+        return f"{open_}SELECT {pick} FROM rel WHERE r = ? AND {match} IN ({inner}){close}"
 
-    def _holds(self, c: dict[str, Any], n: int, groups: dict[int, set[int]]) -> bool:
+    def _where(self, c: dict[str, Any], args: list[Any]) -> str:
         t = c["type"]
         if t == "IsKind":
-            return self.kg.entities[n].kind == c["kind"]
+            args.append(c["kind"])
+            return "x.kind = ?"
         if t == "HasAttr":
-            return self._pred(c["pred"], n)
+            return self._pred(c["pred"], "x.id", args)
         if t == "Path":
-            return n in self._path_set(c, groups)
+            return f"x.id IN ({self._path(c, args)})"
         if t == "Not":
-            return not self._holds(c["inner"], n, groups)
+            return f"x.id NOT IN ({self._path(c['inner'], args)})"
         if t == "CountOf":
-            nbrs = set(self.g.successors(n)) | set(self.g.predecessors(n))
-            return sum(a["node"] in nbrs for a in c["among"]) == c["k"]
+            terms = []
+            for a in c["among"]:
+                one = {"type": "Path", "steps": [c["step"]], "end": a}
+                terms.append(f"(x.id IN ({self._path(one, args)}))")
+            args.append(c["k"])
+            return f"({' + '.join(terms)}) = ?"
         if t == "Compare":
-            mine, theirs = self._value(n, c["attr"]), self._value(c["other"]["node"], c["attr"])
-            return mine is not None and theirs is not None and (mine < theirs if c["op"] == "<" else mine > theirs)
+            op = "<" if c["op"] == "<" else ">"
+            args += [c["attr"], c["other"]["node"], c["attr"]]
+            return (
+                f"(SELECT v FROM attr WHERE s = x.id AND a = ?) {op} "
+                f"(SELECT v FROM attr WHERE s = ? AND a = ?)"
+            )
         if t == "Extreme":
-            values = {m: v for m in self._path_set(c["group"], groups) if (v := self._value(m, c["attr"])) is not None}
-            if n not in values:
-                return False
-            best = min(values.values()) if c["mode"] == "min" else max(values.values())
-            return values[n] == best
+            agg = "min" if c["mode"] == "min" else "max"
+            group_args: list[Any] = []
+            group = self._path(c["group"], group_args)
+            args += [*group_args, c["attr"], c["attr"], *group_args]
+            return (
+                f"x.id IN ({group}) AND (SELECT v FROM attr WHERE s = x.id AND a = ?) = "
+                f"(SELECT {agg}(v) FROM attr WHERE a = ? AND s IN ({group}))"
+            )
         raise ValueError(f"unknown constraint {t!r}")
+
+    def satisfying(self, constraints: list[dict[str, Any]]) -> tuple[int, ...]:
+        args: list[Any] = []
+        order = {
+            "Path": 0,
+            "Extreme": 1,
+            "CountOf": 2,
+            "IsKind": 3,
+            "HasAttr": 4,
+            "Compare": 5,
+            "Not": 6,
+        }
+        wheres = [self._where(c, args) for c in sorted(constraints, key=lambda c: order[c["type"]])]
+        sql = f"SELECT x.id FROM entity x WHERE {' AND '.join(wheres)} ORDER BY x.id LIMIT 11"
+        return tuple(r[0] for r in self.db.execute(sql, args))
+
+    def _cited(self, f: dict[str, Any]) -> bool:
+        if "relation" in f:
+            row = self.db.execute(
+                "SELECT 1 FROM rel WHERE s = ? AND r = ? AND o = ? AND url = ?",
+                (f["subject_id"], f["relation"], f["object_id"], f["url"]),
+            ).fetchone()
+        else:
+            row = self.db.execute(
+                "SELECT 1 FROM attr WHERE s = ? AND a = ? AND url = ?",
+                (f["subject_id"], f["attribute"], f["url"]),
+            ).fetchone()
+        return row is not None
 
     def check(self, record: dict[str, Any]) -> Reverdict:
         qid, x = record["id"], record["answer_node"]
-        if x not in self.kg.entities or self.kg.entities[x].title != record["answer"]:
-            return Reverdict(qid, False, "answer_not_in_corpus", ())
-        if re.search(rf"\b{re.escape(self._name(x))}\b", record["question"], re.IGNORECASE):
+        row = self.db.execute("SELECT title FROM entity WHERE id = ?", (x,)).fetchone()
+        if row is None or row[0] != record["answer"]:
+            return Reverdict(qid, False, "answer_not_in_table", ())
+        if re.search(rf"\b{re.escape(_display(row[0]))}\b", record["question"], re.IGNORECASE):
             return Reverdict(qid, False, "answer_named", ())
-        if not all(u in self.urls for u in record["evidence"]):
-            return Reverdict(qid, False, "evidence_url_unknown", ())
-        order = {"IsKind": 0, "HasAttr": 1, "Compare": 2, "CountOf": 3, "Path": 4, "Not": 5, "Extreme": 6}
-        cons = sorted(record["constraints"], key=lambda c: order[c["type"]])
-        groups: dict[int, set[int]] = {}
-        sat = tuple(n for n in sorted(self.g.nodes) if all(self._holds(c, n, groups) for c in cons))
+        if not all(self._cited(f) for f in record["evidence_facts"]):
+            return Reverdict(qid, False, "evidence_not_in_table", ())
+        sat = self.satisfying(record["constraints"])
         if sat != (x,):
             return Reverdict(qid, False, "not_unique" if len(sat) > 1 else "answer_fails", sat[:10])
         return Reverdict(qid, True, "", sat)
