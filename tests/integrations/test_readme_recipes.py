@@ -1,5 +1,5 @@
 """The README's "Use wikisim from ..." recipes run as written, against a real `wikisim serve`, with the
-server's URL and the index path filled in (and, for TRL, a model that needs no download)."""
+server's URL and the index path filled in (and, for TRL, the tiny model and 2 GRPO steps on CPU)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ def recipes() -> list[str]:
 
 
 def run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -40,7 +42,10 @@ def fill(code: str, server: str, index) -> str:
 
 
 def test_the_section_has_a_recipe_per_stack():
-    names = [next(w for w in ("retrieve", "verl", "serper", "mcp", "trl") if w in code) for code in recipes()]
+    names = [
+        next(w for w in ("retrieve", "verl", "serper", "mcp", "trl") if w in code)
+        for code in recipes()
+    ]
     assert names == ["retrieve", "verl", "serper", "mcp", "trl"]
 
 
@@ -61,21 +66,36 @@ def test_tongyi_serper_jina_recipe(server, sample_index):
 
 def test_mcp_recipe(server, sample_index):
     out = run(fill(recipes()[3], server, sample_index))
-    assert out.startswith("['search', 'visit', 'scholar'") and "A Google search for 'Apollo 11'" in out
+    assert (
+        out.startswith("['search', 'visit', 'scholar'") and "A Google search for 'Apollo 11'" in out
+    )
 
 
 @pytest.mark.slow
 def test_trl_recipe(server, sample_index, tmp_path):
-    tiny = ("from pathlib import Path\nimport trl\nfrom trl.chat_template_utils import add_response_schema\n"
-            "from agent.rollout.models import tiny_model\ntokenizer, model = tiny_model()\n"
-            "tokenizer.chat_template = (Path(trl.__file__).parent / 'chat_templates' / 'qwen2_5.jinja').read_text()\n"
-            "add_response_schema(tokenizer)\n")
+    tiny = (
+        "from pathlib import Path\nimport trl\nfrom trl.chat_template_utils import add_response_schema\n"
+        "from agent.rollout.models import tiny_model\ntokenizer, model = tiny_model()\n"
+        "tokenizer.chat_template = (Path(trl.__file__).parent / 'chat_templates' / 'qwen2_5.jinja').read_text()\n"
+        "add_response_schema(tokenizer)\n"
+    )
     code = fill(recipes()[4], server, sample_index)
-    code = re.sub(r'tokenizer = AutoTokenizer.from_pretrained\("Qwen/Qwen3-0.6B"\)\nmodel = .*\n', tiny, code)
-    code = code.replace('output_dir="runs/trl", max_steps=200',
-                        f'output_dir={str(tmp_path)!r}, max_steps=1, max_completion_length=16, use_cpu=True, '
-                        'report_to=[], save_strategy="no", gradient_checkpointing=False')
+    code = re.sub(
+        r'tokenizer = AutoTokenizer.from_pretrained\("Qwen/Qwen3-0.6B"\)\nmodel = .*\n', tiny, code
+    )
+    code = code.replace(
+        'output_dir="runs/trl", max_steps=200',
+        f"output_dir={str(tmp_path)!r}, max_steps=2, max_completion_length=16, use_cpu=True, "
+        'report_to=[], save_strategy="no", gradient_checkpointing=False, logging_steps=1',
+    )
     code = code.replace("per_device_train_batch_size=4", "per_device_train_batch_size=2").replace(
-        "num_generations=4", "num_generations=2")
-    assert "tiny_model" in code and "max_steps=1" in code
-    run("import os\nos.environ['TRL_EXPERIMENTAL_SILENCE'] = '1'\n" + code + "\nprint(trainer.state.global_step)\n")
+        "num_generations=4", "num_generations=2"
+    )
+    assert "tiny_model" in code and "max_steps=2" in code
+    report = (
+        "\nlogs = [h for h in trainer.state.log_history if 'rewards/WikiSimTRLEnv/mean' in h]\n"
+        "print(trainer.state.global_step, len(logs), all('tools/call_frequency' in h for h in logs))\n"
+    )
+    out = run("import os\nos.environ['TRL_EXPERIMENTAL_SILENCE'] = '1'\n" + code + report)
+    # 2 GRPO steps, each scored by the env's get_reward
+    assert out.split()[-3:] == ["2", "2", "True"], out[-2000:]

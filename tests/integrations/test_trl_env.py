@@ -1,10 +1,8 @@
 """The TRL adapter: schemas by transformers' own `get_json_schema` (what GRPOTrainer uses), the env's
-observations from the tools, the reward from the env's scorer, and GRPO steps on CPU with the tiny model."""
+observations from the tools, the reward from the env's scorer. GRPO steps with TRL's GRPOTrainer on CPU
+run in test_readme_recipes.py (the README's TRL recipe, with the tiny model)."""
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import pytest
 from transformers.utils import get_json_schema
@@ -63,47 +61,3 @@ def test_tools_answer_with_the_env_observations_and_reward_scores_the_answer(fac
     assert env.get_reward() == 0.0
     with pytest.raises(TaskError, match="task_id"):
         env.reset(prompt=row["prompt"])
-
-
-@pytest.mark.slow
-def test_grpo_trainer_runs_steps_with_the_environment(factory, tmp_path: Path):
-    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
-    import trl
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-    from trl.chat_template_utils import add_response_schema
-
-    from agent.rollout.models import tiny_model
-
-    tokenizer, model = tiny_model()
-    # TRL parses tool calls of the chat templates it knows: ChatML with Qwen2.5's tool turns
-    tokenizer.chat_template = (
-        Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja"
-    ).read_text()
-    add_response_schema(tokenizer)
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=2,
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=16,
-        use_cpu=True,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        gradient_checkpointing=False,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        args=args,
-        train_dataset=Dataset.from_list(trl_dataset(factory.tasks)[:4]),
-        processing_class=tokenizer,
-        environment_factory=factory,
-    )
-    trainer.train()
-    logs = [h for h in trainer.state.log_history if "rewards/WikiSimTRLEnv/mean" in h]
-    assert (
-        trainer.state.global_step == 2 and len(logs) == 2
-    )  # the env's get_reward is one of the rewards
-    assert all("tools/call_frequency" in h for h in logs)
