@@ -15,26 +15,69 @@ WIKI18 = DATA_DIR / "dumps" / "wiki18-passages-1000.jsonl"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "wiki18"
-    rc = main(["build", str(WIKI18), "--out", str(out), "--no-dense", "--no-lucene", "--quiet",
-               "--passage-words", "100"])
+    rc = main(
+        [
+            "build",
+            str(WIKI18),
+            "--out",
+            str(out),
+            "--no-dense",
+            "--no-lucene",
+            "--quiet",
+            "--passage-words",
+            "100",
+        ]
+    )
     assert rc == 0
     return out
 
 
 def test_build_prints_a_readable_report(built, capsys) -> None:
     # the report of the fixture's build went to stdout before this test; rebuild to see it
-    rc = main(["build", str(WIKI18), "--out", str(built), "--no-dense", "--no-lucene", "--quiet",
-               "--passage-words", "100"])
+    rc = main(
+        [
+            "build",
+            str(WIKI18),
+            "--out",
+            str(built),
+            "--no-dense",
+            "--no-lucene",
+            "--quiet",
+            "--passage-words",
+            "100",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
-    for field in ("pages", "redirects", "passages", "links", "infoboxes", "citations", "skipped", "time"):
+    for field in (
+        "pages",
+        "redirects",
+        "passages",
+        "links",
+        "infoboxes",
+        "citations",
+        "skipped",
+        "time",
+    ):
         assert field in out
     assert "manifest" in out and str(built) in out
 
 
 def test_search_json_one_object_per_query(built, capsys) -> None:
-    rc = main(["search", "--index", str(built), "--backend", "bm25s", "-k", "3", "--json",
-               "Evan Morris lobbyist Genentech", "who lobbied for Roche"])
+    rc = main(
+        [
+            "search",
+            "--index",
+            str(built),
+            "--retriever",
+            "bm25s",
+            "-k",
+            "3",
+            "--json",
+            "Evan Morris lobbyist Genentech",
+            "who lobbied for Roche",
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert rc == 0 and len(lines) == 2
     first = json.loads(lines[0])
@@ -59,9 +102,9 @@ def test_search_errors_are_clear(built, tmp_path, capsys) -> None:
     (half / "passages.sqlite").write_bytes(b"")
     assert main(["search", "--index", str(half), "x"]) == 2
     assert "no manifest.json" in capsys.readouterr().err
-    assert main(["search", "--index", str(built), "--backend", "solr", "x"]) == 2
-    assert "unknown backend 'solr'" in capsys.readouterr().err
-    assert main(["search", "--index", str(built), "--backend", "dense", "x"]) == 2
+    assert main(["search", "--index", str(built), "--retriever", "solr", "x"]) == 2
+    assert "unknown retriever 'solr'" in capsys.readouterr().err
+    assert main(["search", "--index", str(built), "--retriever", "dense", "x"]) == 2
     assert "no 'dense' index" in capsys.readouterr().err
     assert main(["search", "--index", str(built), "  "]) == 2
     assert "query 1 is empty" in capsys.readouterr().err
@@ -69,7 +112,21 @@ def test_search_errors_are_clear(built, tmp_path, capsys) -> None:
 
 def test_search_each_backend_on_the_sample(sample_index, capsys) -> None:
     for backend in ("hybrid", "lucene", "bm25s", "dense"):
-        assert main(["search", "--index", str(sample_index), "--backend", backend, "-k", "1", "--json",
-                     "Autism diagnosis"]) == 0
+        assert (
+            main(
+                [
+                    "search",
+                    "--index",
+                    str(sample_index),
+                    "--retriever",
+                    backend,
+                    "-k",
+                    "1",
+                    "--json",
+                    "Autism diagnosis",
+                ]
+            )
+            == 0
+        )
         hit = json.loads(capsys.readouterr().out)["hits"][0]
         assert hit["title"] == "Autism", backend

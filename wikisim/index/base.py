@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 from wikisim.errors import ConfigError
 
+#: The retriever every command and the env use unless told otherwise: title-aware bm25s fused
+#: with dense (see `wikisim.index.hybrid` and bench/recall.py for how it was chosen).
+DEFAULT_RETRIEVER = "hybrid"
+
 
 @dataclass(frozen=True)
 class Hit:
