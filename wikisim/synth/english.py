@@ -395,6 +395,17 @@ _THE_WORDS = frozenset(
         "Division",
         "Brigade",
         "Order",
+        "Nations",
+        "House",
+        "Representatives",
+        "Congress",
+        "Court",
+        "Cabinet",
+        "Ministry",
+        "Agency",
+        "Bank",
+        "Fund",
+        "Foundation",
     )
 )
 
@@ -455,7 +466,7 @@ def chain(steps: tuple[Step, ...], end: Target, rng: random.Random) -> str:
 def name_vp(pred: NameInitials | NameStarts) -> str:
     if isinstance(pred, NameStarts):
         return f"has a name that begins with the letter {pred.letter}"
-    return f"has the initials {pred.initials}"
+    return f"has the initials {pred.initials.replace('.', '').replace(' ', '')}"
 
 
 def vp(c: Constraint, answer_kind: str, rng: random.Random) -> str:

@@ -21,7 +21,7 @@ from typing import Protocol
 from wikisim.corpus.page import Page, Redirect, normalize_title, title_to_url
 from wikisim.errors import ConfigError
 from wikisim.synth.facts import DOMAIN, RANGE, fits, page_facts
-from wikisim.synth.kinds import ANSWER_KINDS, CONCEPT, title_kind
+from wikisim.synth.kinds import ANSWER_KINDS, CONCEPT, PERSON, title_kind
 from wikisim.synth.mentions import MentionFinder
 
 SCHEMA_VERSION = "facts-1"
@@ -210,6 +210,8 @@ def _resolve(db: sqlite3.Connection, max_page: int) -> None:
         if need_page:
             return None
         title = titles[0]
+        if kind == PERSON and " " not in title:
+            kind = CONCEPT  # "influenced by Buddhism": a one-word name is no evidence of a person
         db.execute(
             "INSERT INTO entity(id, title, kind, noun, page) VALUES (?, ?, ?, '', 0)",
             (next_id, title, title_kind(title) or kind or CONCEPT),

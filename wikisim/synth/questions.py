@@ -60,6 +60,11 @@ def alone(solver: Solver, kind: str, f: Fact) -> int:
     return min(_CAP, sum(solver.holds(head, n) and solver.holds(f.constraint, n) for n in cands))
 
 
+def touched(f: Fact, x: int) -> set[int]:
+    """Entities a fact names or passes through, the answer aside: two facts never share one."""
+    return (anchors(f.constraint) | {n for s, _, o in f.edges for n in (s, o)}) - {x}
+
+
 def anchors(c: Any) -> set[int]:
     """Entities a constraint names (anywhere in its tree)."""
     if isinstance(c, Named):
@@ -83,20 +88,18 @@ def choose_facts(
     if x not in pool:
         return None, "inconsistent_fact"
     chosen = [seed]
-    used = anchors(seed.constraint)
+    used = touched(seed, x)
     for f in facts:
         if len(pool) == 1 or len(chosen) == MAX_FACTS:
             break
-        if (
-            f is seed or anchors(f.constraint) & used
-        ):  # each anchor once: no "born in X ... not born in X"
+        if f is seed or touched(f, x) & used:  # each anchor once: no "born in X ... not born in X"
             continue
         narrowed = solver.narrow(f.constraint, pool)
         if x not in narrowed:
             return None, "inconsistent_fact"
         if len(narrowed) < len(pool):
             chosen.append(f)
-            used |= anchors(f.constraint)
+            used |= touched(f, x)
             pool = narrowed
     if pool != {x}:
         return None, "not_unique"
@@ -110,8 +113,8 @@ def choose_facts(
             and solver.solve([head, *(g.constraint for g in trial)]) == {x}
         ):
             chosen = trial
-    used = set().union(*(anchors(g.constraint) for g in chosen))
-    unused = [f for f in facts if f not in chosen and not anchors(f.constraint) & used]
+    used = set().union(*(touched(g, x) for g in chosen))
+    unused = [f for f in facts if f not in chosen and not touched(f, x) & used]
     while len(chosen) < 2 and unused:
         chosen.append(unused.pop(0))
     if len(chosen) < 2:

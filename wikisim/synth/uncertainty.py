@@ -197,6 +197,11 @@ class FactFinder:
             if db.entity(y).hub:
                 continue
             for step2, z, edge2 in self.neighbours(y, prefer)[:3]:
+                if step.relation == step2.relation and (step.direction, step2.direction) == (
+                    "in",
+                    "out",
+                ):
+                    continue  # "a place where someone born in Ulm was born": y's other value of one relation
                 if z != x and z != y:
                     facts.append(self.path_fact((step, step2), (x, y, z), (edge, edge2)))
                     pool.append(z)
