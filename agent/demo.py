@@ -2,7 +2,8 @@
 
 Builds the bundled 2014 sample index once (cached), then evaluates the scripted floor
 (`search-answer`), the bundled real LLM (SmolLM2-135M-Instruct, greedy, small budgets so it
-fits a few minutes on 2 CPU cores) and the `oracle` ceiling on the bundled tasks, and prints
+fits a few minutes on 2 CPU cores) untrained and trained (the shipped LoRA adapter, side by side
+in the same compact context) and the `oracle` ceiling on the bundled tasks, and prints
 one Markdown leaderboard. Results land in `runs/demo/<policy>/`.
 """
 
@@ -14,12 +15,20 @@ from pathlib import Path
 
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
+from wikisim.flags import build_config
 from wikisim.index.build import ensure_sample_index
+from wikisim.paths import DATA_DIR
 
-LINEUP: tuple[tuple[str, dict[str, int]], ...] = (
-    ("search-answer", {}),
-    ("smollm2", {"max_turns": 3, "max_new_tokens": 96, "envs": 12, "batch_size": 12}),
-    ("oracle", {}),
+#: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
+#: made: data/models/README.md). Shown beside the untrained model, in the same compact context.
+TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
+SMALL_CONTEXT = {"max_turns": 4, "max_new_tokens": 96, "envs": 12, "batch_size": 12, "search_k": 3,
+                 "visit_tokens": 150, "prompt": "compact"}
+LINEUP: tuple[tuple[str, str, dict[str, int | str]], ...] = (
+    ("search-answer", "search-answer", {}),
+    ("smollm2", "smollm2", SMALL_CONTEXT),
+    ("smollm2-trained", str(TRAINED), SMALL_CONTEXT),
+    ("oracle", "oracle", {}),
 )
 
 
@@ -32,10 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     print("building the bundled sample index (once; cached) ...", flush=True)
     index = ensure_sample_index()
     summaries = []
-    for name, overrides in LINEUP:
-        if args.skip_llm and name == "smollm2":
+    for name, policy, overrides in LINEUP:
+        if args.skip_llm and name.startswith("smollm2"):
             continue
-        config = EvalConfig(policy=name, index=str(index), seeds=1, limit=args.limit, **{"max_turns": 4, **overrides})
+        config = build_config(EvalConfig, {"policy": policy, "index": str(index), "limit": args.limit, "max_turns": 4,
+                                           **overrides})
         summary, _ = evaluate(config, Path(args.out) / name)
         summaries.append(summary)
     print("\n## WikiSim-v0 leaderboard: bundled tasks (data/tasks/sample.jsonl)\n")

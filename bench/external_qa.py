@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
+from wikisim.flags import build_config
 from wikisim.index.build import build
 from wikisim.index.manifest import MANIFEST
 from wikisim.paths import QA_DIR, cache_dir
@@ -50,8 +51,8 @@ def main() -> None:
         summaries = []
         for policy in args.policies:
             limit = args.llm_limit if policy == "smollm2" else 0
-            config = EvalConfig(policy=policy, index=str(index), tasks=str(QA_DIR / f"{name}-train-100.json"),
-                                limit=limit, **POLICIES[policy])
+            config = build_config(EvalConfig, {"policy": policy, "index": str(index), "limit": limit,
+                                               "tasks": str(QA_DIR / f"{name}-train-100.json"), **POLICIES[policy]})
             summary, _ = evaluate(config, RESULTS / "external_qa" / name / policy)
             summaries.append(summary)
         report[name] = summaries

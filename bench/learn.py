@@ -1,4 +1,7 @@
-"""Proof that the trainer learns: rejection-sampled SFT, then GRPO, in WikiSim-v0, on CPU.
+"""Fast sanity check that the trainer's gradients flow: rejection-sampled SFT, then GRPO, on CPU.
+
+Not the learning proof: no tool is called here. `bench/learn_agent.py` is the proof that the
+trainer teaches the real model (SmolLM2) to search, visit and answer.
 
 Task set (generated, deterministic): "What is the last digit of N?" for random N, answered
 directly with <answer>d</answer>; EM reward from the env. A tiny from-config Qwen2
@@ -47,13 +50,14 @@ import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from agent.rollout.models import load_local, tiny_model  # noqa: E402
-from agent.rollout.react import ChatFormat, Generation, TurnRequest, format_answer  # noqa: E402
+from agent.rollout.react import ChatFormat, Generation, TurnRequest  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import pass_at_k, train_grpo  # noqa: E402
+from agent.train.grpo import sample_pass_rates, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import rejection_sample, train_sft  # noqa: E402
 from wikisim.env.tasks import Task, TaskSet  # noqa: E402
+from wikisim.tools.protocol import format_answer  # noqa: E402
 
 SHORT_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -72,13 +76,13 @@ class NoisyTeacher:
 
     name = "noisy-teacher"
 
-    def __init__(self, chat: ChatFormat, p: float) -> None:
-        self.chat, self.p = chat, p
+    def __init__(self, tasks: TaskSet, chat: ChatFormat, p: float) -> None:
+        self.tasks, self.chat, self.p = tasks, chat, p
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
         out = []
         for r in requests:
-            gold = str(r.task["answers"][0])
+            gold = self.tasks.by_question(r.question).answers[0]
             rng = random.Random(r.seed)
             ans = gold if rng.random() < self.p else str((int(gold) + rng.randint(1, 9)) % 10)
             out.append(Generation(text=format_answer(ans)))
@@ -88,7 +92,7 @@ class NoisyTeacher:
 def evaluate(runner: EnvRunner, tok, model, dev: list[str], k: int) -> dict[str, float]:
     sample = runner.sampler(tok)
     greedy = sample(model, dev, 1, 999, 0.0)
-    p1, pk, _ = pass_at_k(sample(model, dev, k, 998, 1.0), k)
+    p1, pk, _ = sample_pass_rates(sample(model, dev, k, 998, 1.0), k)
     return {"greedy": sum(t.reward for t in greedy) / len(greedy), "pass@1": p1, f"pass@{k}": pk,
             "answered": sum(t.answer is not None for t in greedy) / len(greedy)}
 
@@ -99,9 +103,9 @@ def run_seed(seed: int, args: argparse.Namespace, runner: EnvRunner, train: list
     t0 = time.perf_counter()
     tok, model0 = tiny_model(seed)
     res: dict = {"seed": seed, "untrained": evaluate(runner, tok, model0, dev, args.k)}
-    teacher = NoisyTeacher(ChatFormat(tok), args.teacher_p)
+    teacher = NoisyTeacher(runner.tasks, ChatFormat(tok), args.teacher_p)
     kept, report = rejection_sample(runner.teacher(teacher, teacher.chat, seed), train[: args.sft_questions],
-                                    args.samples_per_question)
+                                    args.samples_per_question, grounded=False)  # answered without tools
     res["rejection"] = {"kept": report.kept_total, "tried": report.tried_total,
                         "questions_with_any": sum(1 for v in report.kept.values() if v)}
     cfg = SFTConfig(output_dir=str(out / "sft"), seed=seed, lr=args.sft_lr, epochs=10_000, batch_size=32,

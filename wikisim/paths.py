@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
-REPO_ROOT = PACKAGE_ROOT.parent
-DATA_DIR = REPO_ROOT / "data"
+REPO_ROOT = PACKAGE_ROOT.parent  # the checkout (README, notebooks); not part of an installed wheel
+#: The bundled dumps, QA sets and tasks: `wikisim/data` links to the checkout's top-level `data/`,
+#: and an installed wheel carries the files themselves there.
+DATA_DIR = Path(__file__).parent / "data"
 SAMPLE_DUMP = DATA_DIR / "dumps" / "enwiki-2014-sample.xml.bz2"
 QA_DIR = DATA_DIR / "qa"
 

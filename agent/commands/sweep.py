@@ -6,7 +6,8 @@
     base: {tasks: data/tasks/sample.jsonl, max_turns: 4}
     grid: {policy: [search-answer, oracle], max_turns: [2, 4]}
 
-Every key of `base` and `grid` is an `agent.eval.harness.EvalConfig` field. A cell whose
+Every key of `base` and `grid` is a setting of `agent.eval.harness.EvalConfig` (the env's included),
+named as its `wikisim eval` flag is. A cell whose
 summary.json exists is skipped, so an interrupted sweep picks up where it stopped. The
 cells of one setting are aggregated over seeds into a mean and a 95% interval.
 """
@@ -19,7 +20,6 @@ import itertools
 import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import yaml
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.metrics import mean_ci
 from wikisim.errors import ConfigError
+from wikisim.flags import build_config, config_fields
 
 METRICS = ("em", "f1", "turns", "generated_tokens")
 
@@ -44,7 +45,7 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read sweep file {path}: {e}") from e
     if not isinstance(spec, dict) or not isinstance(spec.get("grid", {}), dict):
         raise ConfigError(f"{path}: a sweep is a mapping with out, workers, seeds, base and grid (a mapping of lists)")
-    allowed = {f.name for f in fields(EvalConfig)} - {"seeds", "first_seed"}
+    allowed = set(config_fields(EvalConfig)) - {"seeds", "first_seed"}
     for key in [*spec.get("base", {}), *spec.get("grid", {})]:
         if key not in allowed:
             raise ConfigError(f"{path}: unknown setting {key!r}; use EvalConfig fields: {', '.join(sorted(allowed))}")
@@ -67,7 +68,7 @@ def cell_dir(out: Path, setting: dict[str, Any], seed: int) -> Path:
 
 
 def _run_cell(setting: dict[str, Any], seed: int, out: str) -> str:
-    config = EvalConfig(**{**setting, "seeds": 1, "first_seed": seed})
+    config = build_config(EvalConfig, {**setting, "seeds": 1, "first_seed": seed})
     evaluate(config, out, progress=False)
     return out
 

@@ -13,7 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from agent.train.config import GRPOConfig, SFTConfig, add_config_arguments, config_from_args
+from agent.train.config import GRPOConfig, SFTConfig
+from wikisim.flags import add_config_arguments, config_from_args
 
 SHORT_SYSTEM_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
 
@@ -75,7 +76,7 @@ def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
         tokenizer, _ = load_model(cfg)
         chat = ChatFormat(tokenizer)
         if cfg.teacher in SCRIPTED:
-            teacher = (OraclePolicy if cfg.teacher == "oracle" else SearchAnswerPolicy)(chat)
+            teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)
         else:
             teacher = make_policy(cfg.teacher, temperature=1.0)
         runner = _runner(cfg, tasks, system_prompt, min(64, len(tasks)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,56 +21,52 @@ from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.policies import Policy, make_policy
 from agent.rollout.react import Budget
 from agent.rollout.trajectory import Trajectory, write_trajectories
+from wikisim.checks import at_least
+from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import load_tasks
-from wikisim.errors import ConfigError
+from wikisim.flags import config_to_dict
 
 TIMING_KEYS = ("wall_s", "env_s", "policy_s", "episodes_per_s", "generated_tokens_per_s", "env_share")
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """One evaluation run.
+    """One evaluation run: a policy on the env `env` describes, over seeds.
 
     Attributes:
         policy: a policy name or path (see `agent.rollout.policies.make_policy`).
-        index: built index directory (None: the bundled sample, built once).
-        tasks: task file (None: the bundled sample tasks).
+        env: the env's settings (task file, index, turn limit, retriever, reward, ...).
         seeds: episodes per task, with seeds first_seed..first_seed+seeds-1.
-        max_turns: the env's turn limit (also the x-range of the turn-budget plot).
         envs: episodes live at once (the policy's batch across episodes).
         temperature, top_p, batch_size: sampling for model policies.
         max_new_tokens, max_context_tokens: agent-side budgets per turn and per episode.
-        reward: "em" | "f1" | "judge"; judge: {"base_url", "model"} of the judge server.
-        retriever: the wiki backend's retriever.
         tokenizer: a model folder whose tokenizer gives text-only policies token ids.
         limit: evaluate only the first `limit` tasks (0: all).
         first_seed: the first seed (a sweep runs one seed per cell).
     """
 
-    policy: str
-    index: str | None = None
-    tasks: str | None = None
+    policy: str = "search-answer"
+    env: EnvConfig = EnvConfig()
     seeds: int = 1
-    max_turns: int = 8
     envs: int = 8
     temperature: float = 0.0
     top_p: float = 1.0
     batch_size: int = 8
-    max_new_tokens: int = 512
-    max_context_tokens: int = 8192
-    reward: str = "em"
-    judge: dict[str, Any] | None = None
-    retriever: str = "bm25s"
+    max_new_tokens: int = Budget.max_new_tokens
+    max_context_tokens: int = Budget.max_context_tokens
     tokenizer: str | None = None
     limit: int = 0
     first_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.seeds < 1 or self.max_turns < 1 or self.envs < 1 or self.limit < 0:
-            raise ConfigError(
-                f"seeds={self.seeds}, max_turns={self.max_turns}, envs={self.envs}, limit={self.limit}: "
-                "seeds, max_turns and envs must be >= 1 and limit >= 0"
-            )
+        at_least("EvalConfig", 1, seeds=self.seeds, envs=self.envs, batch_size=self.batch_size,
+                 max_new_tokens=self.max_new_tokens, max_context_tokens=self.max_context_tokens)
+        at_least("EvalConfig", 0, limit=self.limit, first_seed=self.first_seed)
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(max_turns=self.env.max_turns, max_context_tokens=self.max_context_tokens,
+                      max_new_tokens=self.max_new_tokens)
 
 
 def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Policy | None = None,
@@ -80,15 +76,13 @@ def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Polic
     Args:
         policy: an already built policy (skips loading one from `config.policy`).
     """
-    tasks = load_tasks(config.tasks)
+    tasks = load_tasks(config.env.tasks)
     if config.limit:
         tasks = type(tasks)(list(tasks)[: config.limit], tasks.name)
     policy = policy or make_policy(config.policy, temperature=config.temperature, top_p=config.top_p,
-                                   batch_size=config.batch_size, tokenizer_path=config.tokenizer)
-    envs = make_envs(min(config.envs, len(tasks) * config.seeds), index=config.index, tasks=tasks,
-                     max_turns=config.max_turns, reward=config.reward, judge=config.judge, retriever=config.retriever)
-    budget = Budget(max_turns=config.max_turns, max_context_tokens=config.max_context_tokens,
-                    max_new_tokens=config.max_new_tokens)
+                                   batch_size=config.batch_size, tokenizer_path=config.tokenizer, tasks=tasks)
+    envs = make_envs(min(config.envs, len(tasks) * config.seeds), config.env, tasks=tasks)
+    budget = config.budget
     jobs = jobs_for(tasks.ids(), range(config.first_seed, config.first_seed + config.seeds))
     bar = tqdm(total=len(jobs), desc=policy.name, disable=not progress, dynamic_ncols=True)
     tally = [0.0, 0]  # correct, finished
@@ -99,22 +93,20 @@ def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Polic
         bar.update(1)
         bar.set_postfix(em=f"{tally[0] / tally[1]:.3f}", refresh=False)
 
-    generated_before = getattr(policy, "generated_tokens", 0)
     start = time.perf_counter()
     trajs = rollout(envs, policy, jobs, budget=budget, on_done=done)
     wall = time.perf_counter() - start
     bar.close()
-    for env in envs:
-        env.close()
+    envs.close()
     summary = {
         "policy": policy.name,
         "tasks_file": tasks.name,
         "manifest_hash": trajs[0].manifest_hash if trajs else "",
-        "config": asdict(config),
-        **summarize(trajs, metric="judge" if config.reward == "judge" else "em"),
+        "config": config_to_dict(config),
+        **summarize(trajs, metric="judge" if config.env.reward == "judge" else "em"),
         "breakdowns": breakdowns(trajs, {t.id: t.to_dict() for t in tasks}),
     }
-    generated = getattr(policy, "generated_tokens", 0) - generated_before
+    generated = sum(len(turn.ids) for t in trajs for turn in t.turns)  # the policy's turns, in tokens
     env_total = sum(t.timings.get("env_s", 0.0) for t in trajs)
     summary.update(wall_s=wall, episodes_per_s=len(trajs) / wall, generated_tokens_per_s=generated / wall,
                    env_share=env_total / wall)

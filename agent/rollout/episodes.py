@@ -13,13 +13,17 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, overload
 
 import gymnasium as gym
 
 from agent.rollout.policies.base import Policy
 from agent.rollout.react import Budget, Episode
 from agent.rollout.trajectory import Trajectory
+from wikisim.checks import at_least
+from wikisim.env.config import EnvConfig, open_backend, resolve_index
+from wikisim.env.tasks import TaskSet
 from wikisim.errors import ConfigError
 
 
@@ -34,13 +38,46 @@ def jobs_for(task_ids: Sequence[str], seeds: Sequence[int]) -> list[Job]:
     return [Job(t, s) for t in task_ids for s in seeds]
 
 
-def make_envs(n: int, **env_kwargs: Any) -> list[gym.Env]:
-    """`n` WikiSim-v0 envs sharing one backend (the index is opened once)."""
-    if n < 1:
-        raise ConfigError(f"need at least one env, got n={n}")
-    first = gym.make("WikiSim-v0", disable_env_checker=True, **env_kwargs)
-    shared = {**env_kwargs, "backend": first.unwrapped.backend}
-    return [first] + [gym.make("WikiSim-v0", disable_env_checker=True, **shared) for _ in range(n - 1)]
+class EnvPool(Sequence[gym.Env]):
+    """`n` WikiSim-v0 envs over one backend, which the pool builds and closes (the index is opened once)."""
+
+    def __init__(self, n: int, config: EnvConfig, tasks: TaskSet | None = None) -> None:
+        at_least("EnvPool", 1, n=n)
+        self.config = resolve_index(config)
+        self.backend = open_backend(self.config)
+        self.envs = [gym.make("WikiSim-v0", disable_env_checker=True, config=self.config, tasks=tasks,
+                              backend=self.backend) for _ in range(n)]
+
+    @overload
+    def __getitem__(self, i: int) -> gym.Env: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[gym.Env]: ...
+    def __getitem__(self, i: int | slice) -> gym.Env | Sequence[gym.Env]:
+        return self.envs[i]
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.backend.close()
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_envs(n: int, config: EnvConfig | None = None, tasks: TaskSet | str | None = None, **settings: Any) -> EnvPool:
+    """`n` envs sharing one backend; `settings` are `EnvConfig` fields overriding `config`."""
+    config = config or EnvConfig()
+    if isinstance(tasks, str):
+        settings["tasks"] = tasks
+        tasks = None
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()}
+    return EnvPool(n, config.replace(**settings) if settings else config, tasks)
 
 
 @dataclass
@@ -116,11 +153,9 @@ def rollout(
 
 def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -> _Slot:
     question, info = env.reset(seed=job.seed, options={"task_id": job.task_id})
-    base = env.unwrapped
-    task = base.task.to_dict() if getattr(base, "task", None) is not None else {}
     episode = Episode(
         task_id=info["task_id"], question=question, system_prompt=info["system_prompt"], tools=info["tools"],
-        seed=job.seed, budget=budget, chat=policy.chat, task=task,
+        seed=job.seed, budget=budget, chat=policy.chat,
     )
     return _Slot(index, job, episode, info["manifest_hash"])
 
@@ -128,7 +163,7 @@ def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -
 def _trajectory(slot: _Slot, policy: str, reward: float, info: Mapping[str, Any], env: gym.Env) -> Trajectory:
     answered = "answer" in info
     metrics = {"em": float(info.get("em", 0.0)), "f1": float(info.get("f1", 0.0))}
-    if answered and getattr(env.unwrapped, "reward_kind", "") == "judge":
+    if answered and env.unwrapped.config.reward == "judge":
         metrics["judge"] = float(reward)
     return slot.episode.trajectory(
         policy=policy,

@@ -49,8 +49,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.rollout.react import STOP_STRINGS
 from wikisim.errors import ConfigError
+from wikisim.tools.protocol import STOP_STRINGS
 
 _BATCH_WAIT_S = 0.005  # how long the first request of a batch waits for company
 

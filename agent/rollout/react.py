@@ -1,8 +1,8 @@
 """The ReAct turn format of WebSailor-V2 / Tongyi DeepResearch, with token-in/token-out bookkeeping.
 
-A policy turn is `<think>..</think>` then either `<tool_call>{"name": .., "arguments": {..}}
-</tool_call>` or `<answer>..</answer>`; the observation comes back as a user turn wrapped in
-`<tool_response>`. Everything is rendered by the tokenizer's own chat template.
+The turn itself (tags, formatting, the parser) is `wikisim.tools.protocol`'s; the env's
+observation, already wrapped in `<tool_response>`, comes back as a user turn. Everything is
+rendered by the tokenizer's own chat template.
 
 Token bookkeeping: the ids a policy sampled are kept exactly, never re-tokenised from text
 (re-tokenisation drift breaks importance ratios in RL). Only the text *between* policy turns
@@ -13,57 +13,19 @@ template works unchanged.
 
 from __future__ import annotations
 
-import json
-import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent.rollout.trajectory import Trajectory, Turn
 from wikisim import __version__
+from wikisim.checks import at_least
+from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
+from wikisim.tools.protocol import call_names, parse_turn, tool_parameters
 
-STOP_STRINGS: tuple[str, ...] = ("</tool_call>", "</answer>")
 _PLACEHOLDER = "WIKISIM_TURN_PLACEHOLDER"
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-
-
-def format_tool_call(name: str, arguments: Mapping[str, Any], think: str = "") -> str:
-    """A turn that calls one tool, exactly as the released agents write it."""
-    call = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
-    head = f"<think>\n{think}\n</think>\n" if think else ""
-    return f"{head}<tool_call>\n{call}\n</tool_call>"
-
-
-def format_answer(answer: str, think: str = "") -> str:
-    head = f"<think>\n{think}\n</think>\n" if think else ""
-    return f"{head}<answer>{answer}</answer>"
-
-
-def tool_names(text: str) -> tuple[str, ...]:
-    """Names of the tools a turn calls, in order ("?" for a call whose JSON does not parse)."""
-    names = []
-    for body in _TOOL_CALL.findall(text):
-        try:
-            name = json.loads(body.strip()).get("name")
-        except (json.JSONDecodeError, AttributeError):
-            name = None
-        names.append(name if isinstance(name, str) else "?")
-    return tuple(names)
-
-
-def extract_answer(text: str) -> str | None:
-    found = _ANSWER.findall(text)
-    return found[-1].strip() if found else None
-
-
-def wrap_observation(observation: str) -> str:
-    """The user-turn content for a tool result (left as is when the env already wrapped it)."""
-    if observation.lstrip().startswith("<tool_response>"):
-        return observation
-    return f"<tool_response>\n{observation}\n</tool_response>"
 
 
 @dataclass(frozen=True)
@@ -76,26 +38,34 @@ class Budget:
         max_new_tokens: most tokens a policy may generate in one turn.
     """
 
-    max_turns: int = 16
+    max_turns: int = EnvConfig.max_turns
     max_context_tokens: int = 8192
     max_new_tokens: int = 512
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_context_tokens", "max_new_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"Budget.{name}={getattr(self, name)} must be >= 1")
+        at_least("Budget", 1, max_turns=self.max_turns, max_context_tokens=self.max_context_tokens,
+                 max_new_tokens=self.max_new_tokens)
 
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """What a policy sees for one turn of one episode."""
+    """What a policy sees for one turn of one episode: what a model would see, never gold answers.
+
+    The chat, its token ids, the tool schemas and the budget; no task id (ids may spell the
+    answer). A policy built with its task set (the oracle) finds the task by its question.
+    """
 
     messages: tuple[dict[str, str], ...]  # chat so far, ending with a user turn
     ids: tuple[int, ...]  # the same context as token ids (empty without a tokenizer)
     max_new_tokens: int
     seed: int  # a stable hash of (task id, episode seed, turn index)
     turn: int
-    task: Mapping[str, Any] = field(default_factory=dict)  # the task record (oracle reads it)
+    tools: tuple[Mapping[str, Any], ...] = ()  # the env's tool schemas
+
+    @property
+    def question(self) -> str:
+        """The user turn that opened the episode."""
+        return self.messages[1]["content"]
 
 
 @dataclass(frozen=True)
@@ -167,11 +137,11 @@ class Episode:
         seed: int,
         budget: Budget,
         chat: ChatFormat | None = None,
-        task: Mapping[str, Any] | None = None,
         tools_in_template: bool = False,
     ) -> None:
         self.task_id, self.seed, self.budget, self.chat = task_id, seed, budget, chat
-        self.task = dict(task or {})
+        self.tools = tuple(tools)
+        self._parameters = tool_parameters(self.tools)
         self.prompt_messages = ({"role": "system", "content": system_prompt}, {"role": "user", "content": question})
         self.messages: list[dict[str, str]] = list(self.prompt_messages)
         template_tools = tools if tools_in_template else None
@@ -199,7 +169,7 @@ class Episode:
             max_new_tokens=self.room(),
             seed=zlib.crc32(f"{self.task_id}/{self.seed}/{len(self.turns)}".encode()),
             turn=len(self.turns),
-            task=self.task,
+            tools=self.tools,
         )
 
     def add_generation(self, gen: Generation) -> str:
@@ -227,10 +197,9 @@ class Episode:
     def add_observation(self, observation: str) -> None:
         """Append the env's observation; cut the episode if the budgets leave no room."""
         gen, _ = self._take_pending()
-        content = wrap_observation(observation)
-        obs_ids = self.chat.glue_ids(gen.text, content) if self.chat else ()
+        obs_ids = self.chat.glue_ids(gen.text, observation) if self.chat else ()
         self.turns.append(self._turn(gen, observation, obs_ids))
-        self.messages.append({"role": "user", "content": content})
+        self.messages.append({"role": "user", "content": observation})
         self.context += obs_ids
         if len(self.turns) >= self.budget.max_turns or (self.chat is not None and self.room() < 1):
             self.truncated = True
@@ -254,7 +223,7 @@ class Episode:
         timings: Mapping[str, float] | None = None,
     ) -> Trajectory:
         if answer is None and self.turns:
-            answer = extract_answer(self.turns[-1].text)
+            answer = parse_turn(self.turns[-1].text, self._parameters).answer
         return Trajectory(
             task_id=self.task_id,
             seed=self.seed,
@@ -278,13 +247,12 @@ class Episode:
         pending, self._pending = self._pending, None
         return pending
 
-    @staticmethod
-    def _turn(gen: Generation, observation: str, obs_ids: tuple[int, ...]) -> Turn:
+    def _turn(self, gen: Generation, observation: str, obs_ids: tuple[int, ...]) -> Turn:
         return Turn(
             text=gen.text,
             ids=gen.ids or (),
             logprobs=gen.logprobs or (),
             observation=observation,
             observation_ids=obs_ids,
-            tool_calls=tool_names(gen.text),
+            tool_calls=call_names(parse_turn(gen.text, self._parameters)),
         )

@@ -70,11 +70,8 @@ class Trajectory:
         out = [dict(m) for m in self.prompt_messages]
         for t in self.turns:
             out.append({"role": "assistant", "content": t.text})
-            if t.observation:
-                obs = t.observation
-                if not obs.lstrip().startswith("<tool_response>"):
-                    obs = f"<tool_response>\n{obs}\n</tool_response>"
-                out.append({"role": "user", "content": obs})
+            if t.observation:  # the env's observation, wrapped by the turn protocol
+                out.append({"role": "user", "content": t.observation})
         return out
 
     def canonical(self) -> dict[str, Any]:

@@ -1,26 +1,26 @@
 """Trainer configs: frozen dataclasses, validated once, loadable from YAML, every field a flag.
 
-Precedence is defaults < YAML file < command-line flags. Options with a fixed set of
-values are `Literal`s, checked in `__post_init__` and offered as argparse `choices`.
+Flags and YAML come from `wikisim.flags` (defaults < YAML file < command-line flags), as for
+every command. Options with a fixed set of values are `Literal`s, checked in `__post_init__`
+and offered as argparse `choices`.
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import types
-import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 import yaml
 
+from wikisim.checks import above, at_least, check_literals
 from wikisim.errors import ConfigError
+from wikisim.flags import config_to_dict
 
 Schedule = Literal["constant", "linear", "cosine"]
 Precision = Literal["auto", "no", "bf16"]
 Advantage = Literal["leave_one_out", "std_normalized"]
+PromptKind = Literal["full", "compact"]
 AggregationName = Literal["token", "sequence"]
 
 
@@ -31,12 +31,16 @@ class TrainConfig:
     output_dir: str = "runs/train"  # checkpoints, metrics.jsonl, curves.png
     seed: int = 0  # the one seeding point: weights of a from-config model, data order, sampling
     model: str = "tiny"  # "tiny" (from config), "smollm2" (bundled), or a saved transformers folder
-    tasks: str = ""  # task-set file (JSONL) of training questions
-    dev_tasks: str = ""  # task-set file of held-out questions for pass@k ("" = no dev eval)
-    index: str = ""  # built index directory for WikiSim-v0 ("" = the bundled sample)
+    tasks: str = ""  # training questions: task files, comma-separated, each optionally sliced `[a:b]`
+    dev_tasks: str = ""  # held-out questions for pass@k, written the same way ("" = no dev eval)
+    index: str = ""  # built index directory ("" = the bundled sample; "learn-agent": sample + HotpotQA + MuSiQue)
     retriever: str = "bm25s"  # search backend of the env
     max_turns: int = 4  # env turn budget per episode
     max_new_tokens: int = 96  # tokens the policy may sample per turn
+    max_context_tokens: int = 4096  # prompt + turns + observations per episode
+    search_k: int = 10  # env: results per search query (small models: 3)
+    visit_tokens: int = 1500  # env: token budget of each visited page's extract (small models: 150)
+    prompt: PromptKind = "full"  # env system prompt: the paper's, or "compact" (one line per tool, same format)
     lr: float = 1e-3
     lr_schedule: Schedule = "constant"
     warmup_steps: int = 0
@@ -51,23 +55,17 @@ class TrainConfig:
     cpu: bool = False  # force CPU even where an accelerator is present
 
     def __post_init__(self) -> None:
-        _check_literals(self)
-        for name in ("max_turns", "max_new_tokens", "micro_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("lr", "max_grad_norm", "lora_alpha"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be > 0")
-        for name in ("warmup_steps", "weight_decay", "lora_rank", "save_every"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
+        check_literals(self)
+        at_least(type(self).__name__, 1, max_turns=self.max_turns, max_new_tokens=self.max_new_tokens, micro_batch_size=self.micro_batch_size, max_context_tokens=self.max_context_tokens, search_k=self.search_k, visit_tokens=self.visit_tokens)
+        above(type(self).__name__, 0, lr=self.lr, max_grad_norm=self.max_grad_norm, lora_alpha=self.lora_alpha)
+        at_least(type(self).__name__, 0, warmup_steps=self.warmup_steps, weight_decay=self.weight_decay, lora_rank=self.lora_rank, save_every=self.save_every)
 
 
 @dataclass(frozen=True)
 class SFTConfig(TrainConfig):
     """Rejection-sampled SFT: a teacher plays each question K times; correct trajectories are kept."""
 
-    teacher: str = "oracle"  # policy name the agent package knows (oracle, search-answer, ...)
+    teacher: str = "oracle"  # research (agent.train.teachers), oracle, search-answer, or any policy name
     samples_per_question: int = 4  # K teacher episodes per training question
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
@@ -79,9 +77,7 @@ class SFTConfig(TrainConfig):
         super().__post_init__()
         if self.max_steps < 0 or self.stop_loss < 0:
             raise ConfigError(f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0")
-        for name in ("samples_per_question", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+        at_least(type(self).__name__, 1, samples_per_question=self.samples_per_question, epochs=self.epochs, batch_size=self.batch_size)
 
 
 #: Wire formats a generation server can be told to reload a checkpoint in (agent.train.weight_sync).
@@ -124,16 +120,12 @@ class GRPOConfig(TrainConfig):
                               "e.g. http://127.0.0.1:8000/v1")
         if self.sync_protocol not in SYNC_PROTOCOLS:
             raise ConfigError(f"sync_protocol={self.sync_protocol!r} must be one of {SYNC_PROTOCOLS}")
-        for name in ("steps", "questions_per_step", "pool_size", "retire_after", "dev_k"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+        at_least(type(self).__name__, 1, steps=self.steps, questions_per_step=self.questions_per_step, pool_size=self.pool_size, retire_after=self.retire_after, dev_k=self.dev_k)
         if self.group_size < 2:
             raise ConfigError(f"group_size={self.group_size} must be >= 2: a group baseline needs other rollouts")
         if self.temperature <= 0:
             raise ConfigError(f"temperature={self.temperature} must be > 0: GRPO needs sampled, not greedy, rollouts")
-        for name in ("clip_eps", "kl_coef", "format_penalty", "entropy_coef", "dev_every"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
+        at_least(type(self).__name__, 0, clip_eps=self.clip_eps, kl_coef=self.kl_coef, format_penalty=self.format_penalty, entropy_coef=self.entropy_coef, dev_every=self.dev_every)
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
             raise ConfigError(f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}")
         if self.clip_eps and self.temperature != 1.0:
@@ -141,72 +133,5 @@ class GRPOConfig(TrainConfig):
                               f"set temperature=1 (got {self.temperature}) or clip_eps=0")
 
 
-C = TypeVar("C", bound=TrainConfig)
-
-
-def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _check_literals(cfg: Any) -> None:
-    for name, tp in _field_types(type(cfg)).items():
-        if typing.get_origin(tp) is Literal and getattr(cfg, name) not in typing.get_args(tp):
-            raise ConfigError(f"{name}={getattr(cfg, name)!r} is not one of {list(typing.get_args(tp))}")
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, cls: type[TrainConfig]) -> None:
-    """One `--field-name` flag per config field; unset flags stay None so YAML values survive."""
-    parser.add_argument("--config", type=Path, default=None, help="YAML file of settings (flags override it)")
-    hints = _field_types(cls)
-    for f in fields(cls):
-        tp = hints[f.name]
-        flag = "--" + f.name.replace("_", "-")
-        default = f.default
-        if tp is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
-                                help=f"(default {default})")
-        elif typing.get_origin(tp) is Literal:
-            parser.add_argument(flag, dest=f.name, choices=list(typing.get_args(tp)), default=None,
-                                help=f"(default {default})")
-        else:
-            parser.add_argument(flag, dest=f.name, type=_scalar(tp, f.name), default=None, help=f"(default {default!r})")
-
-
-def _scalar(tp: Any, name: str) -> type:
-    if isinstance(tp, types.UnionType) or tp not in (int, float, str):
-        raise ConfigError(f"config field {name} has type {tp}; flags support int, float, str, bool and Literal")
-    return tp
-
-
-def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> C:
-    """Build `cls` from defaults, then a YAML file, then overrides (None values ignored)."""
-    values: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"cannot read config {path}: {e}") from e
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config {path} must be a mapping of setting: value, got {type(loaded).__name__}")
-        values.update({str(k).replace("-", "_"): v for k, v in loaded.items()})
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"unknown setting(s) {unknown} for {cls.__name__}; known: {sorted(known)}")
-    hints = _field_types(cls)
-    for k, v in values.items():
-        if hints[k] is float and isinstance(v, int) and not isinstance(v, bool):
-            values[k] = float(v)
-        elif hints[k] in (int, float, str, bool) and not isinstance(v, hints[k]):
-            raise ConfigError(f"setting {k}={v!r} must be a {hints[k].__name__}")
-    return cls(**values)
-
-
-def config_from_args(cls: type[C], args: argparse.Namespace) -> C:
-    names = {f.name for f in fields(cls)}
-    return load_config(cls, args.config, {k: v for k, v in vars(args).items() if k in names})
-
-
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=True), encoding="utf-8")
+    Path(path).write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=True), encoding="utf-8")

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from agent.eval.metrics import pass_at_k
 from agent.rollout.trajectory import Trajectory
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
@@ -154,11 +155,12 @@ def grpo_update(
     }
 
 
-def pass_at_k(trajs: Sequence[Trajectory], k: int) -> tuple[float, float, int]:
-    """(pass@1, pass@k, questions) from k contiguous samples per question."""
+def sample_pass_rates(trajs: Sequence[Trajectory], k: int) -> tuple[float, float, int]:
+    """(pass@1, pass@k, questions) from k contiguous samples per question (the unbiased estimator at n=k)."""
     n_q = len(trajs) // k
     hits = [sum(solved(t) for t in trajs[i * k : (i + 1) * k]) for i in range(n_q)]
-    return sum(h / k for h in hits) / max(n_q, 1), sum(h > 0 for h in hits) / max(n_q, 1), n_q
+    return (sum(pass_at_k(k, h, 1) for h in hits) / max(n_q, 1), sum(pass_at_k(k, h, k) for h in hits) / max(n_q, 1),
+            n_q)
 
 
 def evaluate(sampler: Sampler, model: torch.nn.Module, task_ids: Sequence[str], k: int, seed: int,
@@ -167,7 +169,7 @@ def evaluate(sampler: Sampler, model: torch.nn.Module, task_ids: Sequence[str], 
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
     mine = list(task_ids)[rank::world]
     trajs = sampler(model, mine, k, seed + rank, temperature) if mine else []
-    p1, pk, n = pass_at_k(trajs, k)
+    p1, pk, n = sample_pass_rates(trajs, k)
     if world > 1:
         p1s, pks, ns = (global_sum(accelerator, x) for x in (p1 * n, pk * n, float(n)))
         p1, pk, n = p1s / ns, pks / ns, int(ns)

@@ -8,7 +8,7 @@ from test_sft import make_traj
 
 from agent.rollout.models import tiny_model
 from agent.train.config import GRPOConfig
-from agent.train.grpo import advantages_for, grpo_update, pass_at_k, rollout_stats
+from agent.train.grpo import advantages_for, grpo_update, rollout_stats, sample_pass_rates
 from agent.train.loop import collate, make_accelerator, make_optimizer
 from agent.train.losses import conservative_include, policy_gradient_loss, token_logprobs
 
@@ -69,9 +69,9 @@ def test_update_is_token_level_over_the_batch(tok, tmp_path):
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
-def test_rollout_stats_and_pass_at_k(tok):
+def test_rollout_stats_and_sample_pass_rates(tok):
     trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(3,))
     s = rollout_stats(trajs)
     assert s["n"] == 4 and s["solve_rate"] == 1 and s["truncated_share"] == 1 and s["tool_calls"] == 4
-    p1, pk, nq = pass_at_k(trajs, 2)
+    p1, pk, nq = sample_pass_rates(trajs, 2)
     assert (p1, pk, nq) == (0.25, 0.5, 2)

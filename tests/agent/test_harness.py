@@ -11,6 +11,7 @@ from agent.eval.harness import EvalConfig, deterministic, evaluate
 from agent.rollout.models import tiny_model
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from wikisim.cli import main
+from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
 
 
@@ -39,7 +40,8 @@ def test_eval_cli_writes_everything_and_reproduces_to_the_byte(sample_index: Pat
 
 
 def test_greedy_small_lm_eval_is_byte_reproducible(sample_index: Path) -> None:
-    config = EvalConfig(policy="tiny", index=str(sample_index), seeds=2, max_turns=2, max_new_tokens=12, limit=2, envs=4)
+    config = EvalConfig(policy="tiny", env=EnvConfig(index=str(sample_index), max_turns=2), seeds=2, max_new_tokens=12,
+                        limit=2, envs=4)
     runs = []
     for _ in range(2):
         tok, model = tiny_model(0)

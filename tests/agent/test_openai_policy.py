@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fakes.turns import extract_answer, tool_names
 
-from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy, restore_stop
-from agent.rollout.react import TurnRequest, extract_answer, tool_names
+from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy
+from agent.rollout.react import TurnRequest
 from wikisim.errors import BackendError, ConfigError
+from wikisim.tools.protocol import close_stopped
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -140,8 +142,8 @@ def test_client_errors_are_not_retried() -> None:
 
 
 def test_stop_strings_are_restored_and_config_validates() -> None:
-    assert restore_stop("<tool_call>\n{}\n") == "<tool_call>\n{}\n</tool_call>"
-    assert restore_stop("<answer>x") == "<answer>x</answer>"
-    assert restore_stop("<answer>x</answer>") == "<answer>x</answer>"
+    assert close_stopped("<tool_call>\n{}\n") == "<tool_call>\n{}\n</tool_call>"
+    assert close_stopped("<answer>x") == "<answer>x</answer>"
+    assert close_stopped("<answer>x</answer>") == "<answer>x</answer>"
     with pytest.raises(ConfigError, match="base_url='localhost:8000'"):
         OpenAIConfig(base_url="localhost:8000", model="m")

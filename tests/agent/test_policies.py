@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fakes.turns import extract_answer, tool_names
 
 from agent.rollout.models import tiny_model
 from agent.rollout.policies import make_policy
 from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy, best_span
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.rollout.react import Budget, Episode, TurnRequest, extract_answer, tool_names
+from agent.rollout.react import Budget, Episode, TurnRequest
+from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
 
 
@@ -114,8 +116,8 @@ def test_best_span_picks_the_answer_shaped_span() -> None:
     assert best_span("Is Paris a city?", text) == "yes"
 
 
-def _req(messages: list[dict], turn: int, task: dict | None = None) -> TurnRequest:
-    return TurnRequest(messages=tuple(messages), ids=(), max_new_tokens=10, seed=0, turn=turn, task=task or {})
+def _req(messages: list[dict], turn: int) -> TurnRequest:
+    return TurnRequest(messages=tuple(messages), ids=(), max_new_tokens=10, seed=0, turn=turn)
 
 
 def test_search_answer_searches_visits_the_top_hit_and_answers() -> None:
@@ -134,9 +136,9 @@ def test_search_answer_searches_visits_the_top_hit_and_answers() -> None:
 
 def test_oracle_visits_every_evidence_page_then_answers() -> None:
     q = [{"role": "system", "content": "s"}, {"role": "user", "content": "Q?"}]
-    task = {"evidence": ["https://en.wikipedia.org/wiki/A", "https://en.wikipedia.org/wiki/B"], "answers": ["X", "Y"]}
-    p = OraclePolicy()
-    turns = [p.turn(_req(q, i, task)) for i in range(4)]
+    task = Task("t1", "Q?", ("X", "Y"), ("https://en.wikipedia.org/wiki/A", "https://en.wikipedia.org/wiki/B"))
+    p = OraclePolicy(TaskSet([task], "one"))
+    turns = [p.turn(_req(q, i)) for i in range(4)]
     assert [tool_names(t) for t in turns[:3]] == [("search",), ("visit",), ("visit",)]
     assert "wiki/A" in turns[1] and "wiki/B" in turns[2]
     assert extract_answer(turns[3]) == "X"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.models import tiny_model
 from agent.rollout.policies import OraclePolicy, SearchAnswerPolicy
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.rollout.react import Budget, ChatFormat
+from agent.rollout.react import Budget, ChatFormat, TurnRequest
 from agent.rollout.trajectory import read_trajectories, write_trajectories
 from wikisim.env.tasks import load_tasks
 
@@ -29,7 +31,7 @@ def envs(sample_index: Path):
 
 
 def test_oracle_solves_every_task_with_real_tool_calls(envs) -> None:
-    trajs = rollout(envs, OraclePolicy(), jobs_for(TASKS.ids(), [0]))
+    trajs = rollout(envs, OraclePolicy(TASKS), jobs_for(TASKS.ids(), [0]))
     assert [t.task_id for t in trajs] == TASKS.ids()
     assert all(t.metrics["em"] == 1.0 and t.reward == 1.0 and t.terminated for t in trajs)
     for t, task in zip(trajs, TASKS, strict=True):
@@ -63,7 +65,45 @@ def test_tiny_model_rollout_bookkeeping_and_reload(envs, tmp_path: Path) -> None
 
 def test_scripted_turns_get_ids_from_a_given_tokenizer(envs) -> None:
     tok, _ = tiny_model(0)
-    trajs = rollout(envs, OraclePolicy(ChatFormat(tok)), jobs_for(IDS[:2], [0]))
+    trajs = rollout(envs, OraclePolicy(TASKS, ChatFormat(tok)), jobs_for(IDS[:2], [0]))
     for t in trajs:
         assert t.prompt_ids and all(x.ids and set(x.logprobs) == {0.0} for x in t.turns)
         assert tok.decode(t.token_ids()[: len(t.prompt_ids)]).startswith("<|im_start|>system\nYou are a deep research")
+
+
+class _Spy(SearchAnswerPolicy):
+    """The search-answer baseline, keeping every request it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[TurnRequest] = []
+
+    def act(self, requests):
+        self.requests += requests
+        return super().act(requests)
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return [str(value)]
+
+
+def test_policies_never_see_the_gold_answers(envs) -> None:
+    spy = _Spy()
+    rollout(envs, spy, jobs_for(TASKS.ids(), [0]))
+    assert {f.name for f in dataclasses.fields(TurnRequest)} == {"messages", "ids", "max_new_tokens", "seed", "turn",
+                                                                 "tools"}
+    assert len(spy.requests) > 2 * len(TASKS)
+    for request in spy.requests:
+        task = TASKS.by_question(request.question)
+        # what the env observed may quote the answer; nothing else a policy gets may
+        given = [request.messages[:2], request.tools, request.seed, request.max_new_tokens, request.turn]
+        seen = " ".join(_strings(given)).lower()
+        leaked = [a for a in task.answers
+                  if a.lower() not in task.question.lower() and re.search(rf"\b{re.escape(a.lower())}\b", seen)]
+        assert not leaked, (request.task_id, leaked)

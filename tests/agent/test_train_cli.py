@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.train.config import GRPOConfig, SFTConfig, add_config_arguments, load_config
+from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.loop import read_metrics
 from wikisim.cli import main
 from wikisim.errors import ConfigError
+from wikisim.flags import add_config_arguments, load_config
 
 
 def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
@@ -30,7 +31,7 @@ def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
 
 @pytest.mark.parametrize(("values", "match"), [
     ({"aggregaton": "token"}, "unknown setting"),
-    ({"aggregation": "mean"}, "aggregation='mean' is not one of"),
+    ({"aggregation": "mean"}, "aggregation='mean': choose one of"),
     ({"group_size": 1}, "group_size=1"),
     ({"steps": "ten"}, "must be a int"),
     ({"band_low": 0.5, "band_high": 0.5}, "band_low"),

@@ -107,9 +107,9 @@ def test_executor_cache_over_the_local_index(wiki, tmp_path):
     assert first == wiki.search(["Anarchism", "Albedo"], 5)
     page = ex.visit("Anarchism", "origin of the word", 100)
     assert page == wiki.visit("Anarchism", "origin of the word", 100)
-    assert [r.outcome for r in ex.pop_trace()] == ["live", "live"]
+    assert [r.outcome for r in ex.trace()] == ["live", "live"]
     assert ex.search(["  Anarchism\t"], 5)[0] == first[0]  # the same call after normalisation
-    assert ex.pop_trace()[0].outcome == "cache"
+    assert ex.trace()[0].outcome == "cache"
     replay = Executor(wiki, cache=ToolCache(path, "replay-only"))
     assert replay.search(["Albedo", "Anarchism"], 5) == [first[1], first[0]]
     assert replay.visit("Anarchism", "origin  of the word", 100) == page
@@ -160,7 +160,7 @@ def test_gym_make_takes_cache_options_for_the_wiki_backend(sample_index, tmp_pat
     assert replay.step(call("search", query="Apollo 8"))[0] == first
     missed = replay.step(call("search", query="Luanda"))[0]
     assert "Error: search failed on the wiki backend: replay-only cache" in missed and "Luanda" in missed
-    assert replay.config["cache_mode"] == "replay-only" and replay.config["cache_path"] == str(path)
+    assert replay.config.cache_mode == "replay-only" and replay.config.cache_path == str(path)
     assert open_cache("read-write", None, "wiki").path == cache_dir() / "wiki-cache.sqlite"
     assert open_cache("off", path, "wiki") is None
     with pytest.raises(ConfigError, match="configure it where it is built"):

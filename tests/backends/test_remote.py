@@ -137,10 +137,10 @@ def test_unreachable_server_is_a_clear_error_and_a_dead_one_falls_back(sample_in
     proc, url = start_serve(sample_index, "--memo-size", "0")
     fast = ToolPolicy(timeout_s=1.0, max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05)
     remote = RemoteBackend(url, config=ExecutorConfig(search=fast, visit=fast, scholar=fast), fallback=local)
-    assert remote.pop_trace() == []
+    assert remote.trace() == []
     stop(proc)  # the server dies mid-run: retries, then the local index answers
     assert remote.search(["Anarchism"], 3) == local.search(["Anarchism"], 3)
-    [record] = remote.pop_trace()
+    [record] = remote.trace()
     assert record.outcome == "fallback" and record.provider == "wiki"
     assert record.attempts[0].provider == "remote" and record.attempts[0].tries == 3
     with pytest.raises(BackendError, match="cannot reach wikisim serve"):

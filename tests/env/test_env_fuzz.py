@@ -7,7 +7,9 @@ import random
 import time
 from pathlib import Path
 
+from agent.rollout.react import Budget, Episode, Generation
 from wikisim.env.core import WikiSimEnv
+from wikisim.tools.protocol import call_names, parse_turn, tool_parameters
 
 TEMPLATES = [
     '<think>x</think>\n<tool_call>\n{"name": "search", "arguments": {"query": ["Angola", "Apollo 11"]}}\n</tool_call>',
@@ -67,7 +69,7 @@ def random_action(rng: random.Random):
 
 
 def test_thousands_of_random_actions_never_raise(sample_index: Path) -> None:
-    env = WikiSimEnv(index=sample_index, python=False, max_turns=25)
+    env = WikiSimEnv(index=str(sample_index), python=False, max_turns=25)
     rng = random.Random(20260)
     env.reset(seed=0)
     kinds = {"error": 0, "ok": 0, "end": 0}
@@ -82,3 +84,37 @@ def test_thousands_of_random_actions_never_raise(sample_index: Path) -> None:
             env.reset()
     assert min(kinds.values()) > 20, kinds  # the fuzz reached errors, working calls and episode ends
     assert time.perf_counter() - start < 60
+
+
+def test_env_and_agent_read_every_turn_the_same_way(sample_index: Path) -> None:
+    """The env scores a turn and the agent records it through the one parser: thousands of fuzzed
+    turns, and each time the same answer, the same calls and the same malformed count."""
+    env = WikiSimEnv(index=str(sample_index), python=False, max_turns=1000)
+    rng = random.Random(7)
+    question, info = env.reset(seed=0)
+    tools = tool_parameters(info["tools"])
+    compared = {"answer": 0, "calls": 0, "malformed": 0}
+    for n in range(2500):
+        action = random_action(rng)
+        if not isinstance(action, str):
+            continue
+        episode = Episode(task_id=info["task_id"], question=question, system_prompt="s", tools=info["tools"], seed=n,
+                          budget=Budget(max_turns=2))
+        text = episode.add_generation(Generation(action))
+        reading = parse_turn(text, tools)
+        obs, _, terminated, truncated, step_info = env.step(text)
+        if terminated:
+            episode.finish(terminated=True, truncated=False)
+            assert reading.answer == step_info["answer"]
+            assert episode.trajectory(policy="p", reward=0.0, manifest_hash="").answer == step_info["answer"]
+            compared["answer"] += 1
+            question, info = env.reset(seed=n)
+            continue
+        episode.add_observation(obs)
+        assert reading.answer is None
+        assert [c.name for c in reading.calls] == [c["name"] for c in step_info["tool_calls"]]
+        assert len(reading.errors) == step_info["malformed"]
+        assert episode.turns[0].tool_calls == call_names(reading)
+        compared["calls"] += bool(reading.calls)
+        compared["malformed"] += bool(reading.errors)
+    assert min(compared.values()) > 50, compared

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.turns import call_tool
 
 from wikisim.errors import ConfigError
 from wikisim.tools.base import Tool
@@ -89,7 +90,7 @@ def test_schema_and_protocol(tool: PythonTool) -> None:
 
 
 def test_print_and_metadata(tool: PythonTool) -> None:
-    assert tool(code="print(1 + 1)") == "[stdout]\n2"
+    assert call_tool(tool, code="print(1 + 1)") == "[stdout]\n2"
     assert tool.last_result is not None and tool.last_result.stdout == "2\n"
     result = tool.run("print(1 + 1)")
     assert result.ok and result.stdout == "2\n" and result.stderr == "" and result.error is None
@@ -104,12 +105,12 @@ def test_print_and_metadata(tool: PythonTool) -> None:
 
 def test_numpy_importable(tool: PythonTool) -> None:
     code = "import numpy as np\nprint(np.arange(10).sum(), np.linalg.det(np.eye(3)))"
-    assert tool(code=code) == "[stdout]\n45 1.0"
+    assert call_tool(tool, code=code) == "[stdout]\n45 1.0"
 
 
 def test_stdout_stderr_and_exception_format(tool: PythonTool) -> None:
     code = "import sys\nprint('out')\nprint('err', file=sys.stderr)\nraise ValueError('bad value')\n"
-    assert tool(code=code) == (
+    assert call_tool(tool, code=code) == (
         "[stdout]\nout\n[stderr]\nerr\n[error]\nTraceback (most recent call last):\n"
         '  File "<code>", line 4, in <module>\n    raise ValueError(\'bad value\')\n'
         "ValueError: bad value"
@@ -117,13 +118,13 @@ def test_stdout_stderr_and_exception_format(tool: PythonTool) -> None:
 
 
 def test_syntax_error_and_exit_status(tool: PythonTool) -> None:
-    assert tool(code="def f(:\n    pass") == (
+    assert call_tool(tool, code="def f(:\n    pass") == (
         '[error]\n  File "<code>", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax'
     )
     result = tool.run("import sys\nprint('a')\nsys.exit(3)")
     assert result.exit_status == 3 and result.observation == "[stdout]\na\n[error]\nSystemExit: exit status 3"
-    assert tool(code="import os\nos._exit(4)") == "[exit status 4]"
-    assert tool(code="x = 1").startswith("[no output]")
+    assert call_tool(tool, code="import os\nos._exit(4)") == "[exit status 4]"
+    assert call_tool(tool, code="x = 1").startswith("[no output]")
 
 
 def test_truncation_marker(tool: PythonTool) -> None:
@@ -149,12 +150,12 @@ def test_deterministic_observation(tool: PythonTool) -> None:
         "open('f.txt', 'w').write('x')\n"
         "print(sorted(os.listdir('.')), os.getcwd() == os.environ['HOME'])\n"
     )
-    first, second = tool(code=code), tool(code=code)
+    first, second = call_tool(tool, code=code), call_tool(tool, code=code)
     assert first == second and first.startswith("[stdout]\n{") and "['f.txt'] True" in first
 
 
 def test_each_call_is_a_fresh_process_state(tool: PythonTool) -> None:
-    assert tool(code="open('state.txt', 'w').write('1')\nx = 5\nprint('ok')") == "[stdout]\nok"
+    assert call_tool(tool, code="open('state.txt', 'w').write('1')\nx = 5\nprint('ok')") == "[stdout]\nok"
     second = tool.run("import os\nprint(os.path.exists('state.txt'), 'x' in globals())")
     assert second.stdout == "False False\n"
 
@@ -172,24 +173,23 @@ def test_environment_is_stripped(tool: PythonTool) -> None:
 # --- bad calls --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("arguments", "expected"), [
-    ({}, "missing argument 'code'"),
-    ({"code": 42}, "must be a string, got int"),
-    ({"code": None}, "must be a string, got NoneType"),
-    ({"code": ["print(1)"]}, "must be a string, got list"),
+    ({}, 'missing the required argument "code"'),
+    ({"code": 42}, "must be string, got an integer"),
+    ({"code": None}, "must be string, got null"),
+    ({"code": ["print(1)"]}, "must be string, got an array"),
     ({"code": "   "}, "is empty"),
-    ({"code": "print(1)", "timeout": 5}, "unexpected argument(s) ['timeout']"),
+    ({"code": "print(1)", "timeout": 5}, "unexpected argument 'timeout'"),
 ])
 def test_bad_arguments_return_an_observation(tool: PythonTool, arguments: dict, expected: str) -> None:
-    observation = tool(**arguments)
+    observation = call_tool(tool, **arguments)
     assert observation.startswith("Error: ") and expected in observation
-    assert 'accepted: {"code": "<python source>"}' in observation
+    assert 'Usage: python {"code": string}' in observation
 
 
-def test_positional_call_and_overlong_code() -> None:
+def test_overlong_code_and_config() -> None:
     small = PythonTool(SandboxConfig(wall_seconds=2, max_code_chars=20))
-    assert small("print(2 * 3)") == "[stdout]\n6"
-    assert "over the limit of 20" in small(code="print(1)" * 10)
-    assert small("a", "b").startswith("Error: the python tool takes one argument")
+    assert call_tool(small, code="print(2 * 3)") == "[stdout]\n6"
+    assert "over the limit of 20" in call_tool(small, code="print(1)" * 10)
     assert PythonTool(wall_seconds=3).config == SandboxConfig(wall_seconds=3)
     with pytest.raises(ConfigError, match="fields of SandboxConfig"):
         PythonTool(timeout=3)
@@ -198,7 +198,7 @@ def test_positional_call_and_overlong_code() -> None:
 
 
 def test_surrogates_in_code_do_not_raise(tool: PythonTool) -> None:
-    observation = tool(code="print('\\ud800')\nx = '\ud800'")
+    observation = call_tool(tool, code="print('\\ud800')\nx = '\ud800'")
     assert observation.startswith("[error]\n")
     observation.encode("utf-8")  # the observation itself is valid UTF-8
 
@@ -276,7 +276,7 @@ def test_cannot_write_outside_the_working_directory(tool: PythonTool, tmp_path: 
         result = tool.run(f"open({str(target)!r}, 'w').write('pwned')")
         assert "PermissionError" in result.observation or "FileNotFoundError" in result.observation, target
         assert not target.exists()
-    assert tool(code="open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())") == "[stdout]\nok"
+    assert call_tool(tool, code="open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())") == "[stdout]\nok"
 
 
 @pytest.mark.usefixtures("landlock")
@@ -285,7 +285,7 @@ def test_cannot_read_the_envs_own_files(tool: PythonTool, tmp_path: Path) -> Non
     index_file.parent.mkdir()
     index_file.write_text('{"secret": "index-content-7731"}')
     # Landlock refuses it, or (a checkout under /tmp) the private /tmp hides it
-    assert re.search(r"PermissionError|FileNotFoundError", tool(code=f"open({str(PACKAGE_DIR / '__init__.py')!r}).read()"))
+    assert re.search(r"PermissionError|FileNotFoundError", call_tool(tool, code=f"open({str(PACKAGE_DIR / '__init__.py')!r}).read()"))
     for target in (PACKAGE_DIR / "__init__.py", PACKAGE_DIR, index_file, index_file.parent):
         result = tool.run(f"import os\np = {str(target)!r}\nprint(os.listdir(p) if os.path.isdir(p) else open(p).read())")
         # PermissionError from Landlock, or FileNotFoundError where a private /tmp hides the host's
@@ -364,7 +364,7 @@ def test_killing_the_parent_leaves_the_host_unharmed(tool: PythonTool) -> None:
     assert "PermissionError" in result.observation
     result = tool.run(PRINT_UID + "os.kill(-1, 9)\nprint('still here')")
     assert "still here" in result.stdout
-    assert tool(code="print('host fine')") == "[stdout]\nhost fine"  # this process survived
+    assert call_tool(tool, code="print('host fine')") == "[stdout]\nhost fine"  # this process survived
 
 
 def test_background_processes_are_killed_after_the_call(tool: PythonTool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes.turns import call_tool
 
 from wikisim.backends.wiki import WikiBackend
 from wikisim.index import open_index
@@ -27,7 +28,7 @@ def test_hits_come_from_the_corpus_citations(backend: WikiBackend, sample_index:
 
 
 def test_layout_matches_the_released_scholar_tool(backend: WikiBackend) -> None:
-    out = ScholarTool(backend, k=3)(query=["Apollo 11", "zzqxj"])
+    out = call_tool(ScholarTool(backend, k=3), query=["Apollo 11", "zzqxj"])
     first, second = out.split("\n=======\n")
     assert first.startswith("A Google scholar for 'Apollo 11' found 3 results:\n\n## Scholar Results\n1. [")
     assert "citedBy: 1 page(s): https://en.wikipedia.org/wiki/Apollo_11" in first
@@ -36,4 +37,4 @@ def test_layout_matches_the_released_scholar_tool(backend: WikiBackend) -> None:
 
 
 def test_bad_call(backend: WikiBackend) -> None:
-    assert ScholarTool(backend)(query=[]).startswith('Error: scholar argument "query" is an empty array')
+    assert call_tool(ScholarTool(backend), query=[]).startswith('Error: scholar argument "query" is an empty array')

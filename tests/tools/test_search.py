@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes.turns import call_tool
 
 from wikisim.backends.base import Backend
 from wikisim.backends.factory import make_backend
@@ -20,7 +21,7 @@ def backend(sample_index: Path) -> WikiBackend:
 
 
 def test_layout_matches_the_released_search_tool(backend: WikiBackend) -> None:
-    out = SearchTool(backend)(query="capital of Angola")
+    out = call_tool(SearchTool(backend), query="capital of Angola")
     assert out.startswith("A Google search for 'capital of Angola' found 10 results:\n\n## Web Results\n1. [Angola](https://en.wikipedia.org/wiki/Angola)\n\n")
     items = re.findall(r"^(\d+)\. \[(.*?)\]\((https://en\.wikipedia\.org/wiki/\S+)\)$", out, flags=re.M)
     assert [int(n) for n, _, _ in items] == list(range(1, 11))
@@ -29,14 +30,14 @@ def test_layout_matches_the_released_search_tool(backend: WikiBackend) -> None:
 
 
 def test_several_queries_in_one_call(backend: WikiBackend) -> None:
-    out = SearchTool(backend, k=3)(query=["Apollo 8", "aardwolf"])
+    out = call_tool(SearchTool(backend, k=3), query=["Apollo 8", "aardwolf"])
     first, second = out.split(QUERY_SEPARATOR)
     assert "for 'Apollo 8' found 3 results" in first and "[Apollo 8]" in first
     assert "for 'aardwolf' found" in second and "[Aardwolf]" in second
 
 
 def test_no_results(backend: WikiBackend) -> None:
-    assert SearchTool(backend)(query="zzqxj") == "No results found for 'zzqxj'. Try with a more general query."
+    assert call_tool(SearchTool(backend), query="zzqxj") == "No results found for 'zzqxj'. Try with a more general query."
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,7 @@ def test_no_results(backend: WikiBackend) -> None:
      ({"query": ["ok", ""]}, "item 1 is empty"), ({"query": "x", "k": 3}, "unexpected argument 'k'")],
 )
 def test_bad_calls_return_errors(backend: WikiBackend, arguments: dict, expected: str) -> None:
-    out = SearchTool(backend)(**arguments)
+    out = call_tool(SearchTool(backend), **arguments)
     assert out.startswith("Error: search") and expected in out
 
 
@@ -66,5 +67,5 @@ def test_make_backend(sample_index: Path) -> None:
 def test_hybrid_retriever_serves_the_same_tool(sample_index: Path) -> None:
     """Any RankedRetriever works (Lucene too; its JVM start is left to the index tests)."""
     backend = WikiBackend(sample_index, retriever="hybrid")
-    out = SearchTool(backend, k=5)(query="Apollo 8 lunar orbit Frank Borman")
+    out = call_tool(SearchTool(backend, k=5), query="Apollo 8 lunar orbit Frank Borman")
     assert "found 5 results" in out and "1. [Apollo 8](https://en.wikipedia.org/wiki/Apollo_8)" in out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.replies import send_json
+from fakes.turns import call_tool
 
 from wikisim.backends.extract import LLMExtractor
 from wikisim.backends.llm import ChatClient, ChatConfig
@@ -50,7 +51,7 @@ def test_titles_redirects_and_urls_resolve_to_the_same_page(backend: WikiBackend
 
 
 def test_not_found_and_foreign_sites(backend: WikiBackend) -> None:
-    out = VisitTool(backend)(url=["https://example.org/Aardvark", "https://en.wikipedia.org/wiki/Aardvarkk"], goal="diet")
+    out = call_tool(VisitTool(backend), url=["https://example.org/Aardvark", "https://en.wikipedia.org/wiki/Aardvarkk"], goal="diet")
     first, second = out.split("\n=======\n")
     assert first.startswith("The useful information in https://example.org/Aardvark for user goal diet as follows: \n\n")
     assert "could not be accessed. https://example.org/Aardvark is not a page of this corpus" in first
@@ -59,8 +60,8 @@ def test_not_found_and_foreign_sites(backend: WikiBackend) -> None:
 
 
 def test_bad_calls(backend: WikiBackend) -> None:
-    assert 'missing the required argument "goal"' in VisitTool(backend)(url="Angola")
-    assert "has 6 items; at most 5" in VisitTool(backend)(url=["Angola"] * 6, goal="g")
+    assert 'missing the required argument "goal"' in call_tool(VisitTool(backend), url="Angola")
+    assert "has 6 items; at most 5" in call_tool(VisitTool(backend), url=["Angola"] * 6, goal="g")
 
 
 class _Summariser(BaseHTTPRequestHandler):

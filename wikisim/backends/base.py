@@ -7,9 +7,9 @@ by the tool executor (rate limits, retries, cache, fallback) since the wrapper i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from wikisim.index.base import Hit
 
@@ -39,6 +39,12 @@ class ScholarHit:
 
 @runtime_checkable
 class Backend(Protocol):
+    """What answers the tools: the wiki index, a `wikisim serve` instance, or the web.
+
+    Whoever builds a backend closes it: an env closes the one it built from its config, and
+    a backend passed to several envs (a vector env, the harness) is closed by whoever made it.
+    """
+
     name: str
     manifest_hash: str
 
@@ -47,3 +53,19 @@ class Backend(Protocol):
     def visit(self, url: str, goal: str, max_tokens: int) -> PageView: ...
 
     def scholar(self, queries: Sequence[str], k: int) -> list[list[ScholarHit]]: ...
+
+    def manifest(self) -> Mapping[str, Any]:
+        """What it serves: the index manifest (content hashes, corpus date), or {} for the web."""
+        ...
+
+    def trace(self) -> Sequence[Traced]:
+        """The calls this thread made since the last trace: retries, fallbacks, cache hits."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Traced(Protocol):
+    """One traced backend call, as the env reports it in the step info."""
+
+    def as_dict(self) -> dict[str, Any]: ...

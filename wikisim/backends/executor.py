@@ -219,6 +219,7 @@ class Executor:
         first = next((c[0] for c in self.chains.values() if c), None)
         self.name = name or getattr(first, "name", "executor")
         self.manifest_hash = getattr(first, "manifest_hash", "")
+        self._manifest: Mapping[str, Any] = {}
         self._namespace = {t: f"{self.name}@{self.manifest_hash}:" + ",".join(p.name for p in c)
                            for t, c in self.chains.items()}
         self._sleep = sleep
@@ -252,8 +253,17 @@ class Executor:
 
     # --- observability ----------------------------------------------------------------
 
-    def pop_trace(self) -> list[CallRecord]:
-        """The calls this thread made since the last pop (for an env's step info; last TRACE_LIMIT)."""
+    def manifest(self) -> Mapping[str, Any]:
+        """What the backend serves (an index's manifest for wiki; empty for the web)."""
+        return self._manifest
+
+    def close(self) -> None:
+        """Release the cache; subclasses release their clients and indexes too."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def trace(self) -> list[CallRecord]:
+        """The calls this thread made since the last trace (for an env's step info; last TRACE_LIMIT)."""
         trace = getattr(self._local, "trace", None)
         if trace is None:
             return []

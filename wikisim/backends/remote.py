@@ -103,4 +103,5 @@ class RemoteBackend(Executor):
                          cache=open_cache(cache_mode, cache_path, "remote"), name="remote", sleep=sleep)
 
     def close(self) -> None:
+        super().close()
         self.client.close()

@@ -7,7 +7,7 @@ every process; the index is opened read-only, so workers share the files through
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -64,6 +64,16 @@ class WikiBackend:
         self.extractor = extractor or LeadExtractor()
         self.overfetch = overfetch
         self._citations: _Citations | None = None
+
+    def manifest(self) -> Mapping[str, Any]:
+        return self.index.manifest
+
+    def trace(self) -> list[Any]:
+        """Nothing is traced below the executor: the bare index is called directly."""
+        return []
+
+    def close(self) -> None:
+        self.index.close()
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top `k` pages per query: the best passage of each page, as a web engine lists one URL once.
@@ -156,3 +166,8 @@ class WikiExecutor(Executor):
         config = config or ExecutorConfig(search=WIKI_POLICY, visit=WIKI_POLICY, scholar=WIKI_POLICY)
         super().__init__(self.wiki, config=config, cache=open_cache(cache_mode, cache_path, "wiki"), name="wiki",
                          normalize=False)
+        self._manifest = self.index.manifest
+
+    def close(self) -> None:
+        super().close()
+        self.index.close()

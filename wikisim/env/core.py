@@ -17,6 +17,7 @@ Vector envs: `AsyncVectorEnv(fns, shared_memory=False)`; Gymnasium's shared memo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +26,21 @@ from gymnasium import spaces
 
 from wikisim import ENV_ID, __version__, register_envs
 from wikisim.backends.base import Backend
-from wikisim.backends.cache import CacheMode
-from wikisim.backends.factory import make_backend
 from wikisim.backends.llm import ChatClient, ChatConfig
-from wikisim.env.prompts import system_prompt
-from wikisim.env.reward import REWARDS, Judge, answer_metrics, score
+from wikisim.env.config import EnvConfig, open_backend, resolve_index
+from wikisim.env.prompts import make_system_prompt
+from wikisim.env.reward import Judge, answer_metrics, score
 from wikisim.env.tasks import Task, TaskSet, load_tasks
 from wikisim.errors import ConfigError
 from wikisim.text import count_tokens
-from wikisim.tools.action import MAX_ACTION_CHARS, Action, CallError, parse_action
+from wikisim.tools.protocol import (
+    MAX_ACTION_CHARS,
+    Action,
+    CallError,
+    join_observations,
+    parse_turn,
+    wrap_observation,
+)
 from wikisim.tools.registry import ToolBox, default_toolbox
 
 __all__ = ["ENV_ID", "AnyText", "WikiSimEnv", "register_envs"]
@@ -71,114 +78,67 @@ class AnyText(spaces.Text):
         return f"AnyText({self.min_length}, {self.max_length})"
 
 
-def _wrap(text: str) -> str:
-    return f"<tool_response>\n{text}\n</tool_response>"
-
-
 class WikiSimEnv(gym.Env[str, str | dict]):
     """Deep research over a Wikipedia dump: search, visit, scholar, python, answer.
 
     Args:
-        index: a built index directory (default: the bundled 2014 sample, built once into the cache).
-        tasks: a task file (our JSONL, HotpotQA, MuSiQue or NQ JSONL) or a TaskSet (default: bundled).
-        max_turns: steps before the episode is truncated without an answer reward.
-        max_observation_tokens: total observation tokens (words and punctuation marks) per episode;
-            the step that crosses it is the last, truncated.
-        reward: "em" | "f1" | "judge" (the judge needs `judge=ChatConfig(...)` or its dict).
-        backend: "wiki" | "remote" | "web", or a Backend instance.
-        backend_kwargs: keyword arguments for a named backend (e.g. `config=ExecutorConfig(...)`).
-        url: shorthand for `backend_kwargs={"url": url}` (the `wikisim serve` address of "remote").
-        cache_mode / cache_path: the tool cache of a named backend, the same for all three:
-            "off" | "read-write" | "replay-only" (None: the backend's default, off for wiki and
-            remote, read-write for web) and its SQLite file (None: one per backend in the cache dir).
-        retriever: the wiki backend's retriever: "bm25s" | "lucene" | "dense" | "hybrid".
-        search_k: results per search query. visit_tokens: token budget of each visited page.
-        python: include the python sandbox tool (None: when installed).
-        python_limits: the sandbox's limits (SandboxConfig fields: wall_seconds, memory_mb, ...).
-        date: "Current date" of the system prompt (default: the manifest's "date", else none).
+        config: the env's settings (`EnvConfig`; its docstring documents every default).
+        tasks: a TaskSet held in memory instead of `config.tasks` (a file path also works).
+        backend: a Backend built elsewhere (shared by several envs): its builder closes it;
+            without one the env builds `config.backend` and closes it in `close()`.
+        backend_kwargs: keyword arguments for the backend the env builds (e.g. `config=ExecutorConfig(...)`).
+        render_mode: None or "ansi".
+        **settings: `EnvConfig` fields overriding `config` (what `gym.make("WikiSim-v0", max_turns=8)` passes).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(
         self,
-        index: str | Path | None = None,
-        tasks: str | Path | TaskSet | None = None,
+        config: EnvConfig | None = None,
         *,
-        max_turns: int = 30,
-        max_observation_tokens: int = 100_000,
-        reward: str = "em",
-        backend: str | Backend = "wiki",
-        backend_kwargs: dict[str, Any] | None = None,
-        url: str | None = None,
-        cache_mode: CacheMode | None = None,
-        cache_path: str | Path | None = None,
-        retriever: str = "bm25s",
-        search_k: int = 10,
-        visit_tokens: int = 1500,
-        python: bool | None = None,
-        python_limits: dict[str, Any] | None = None,
-        judge: ChatConfig | dict[str, Any] | None = None,
-        date: str | None = None,
+        tasks: str | Path | TaskSet | None = None,
+        backend: str | Backend | None = None,
+        backend_kwargs: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
+        **settings: Any,
     ) -> None:
-        if max_turns < 1 or max_observation_tokens < 1:
-            raise ConfigError(f"max_turns and max_observation_tokens must be >= 1, got {max_turns} and {max_observation_tokens}")
-        if reward not in REWARDS:
-            raise ConfigError(f"reward must be one of {REWARDS}, got {reward!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        self.tasks = load_tasks(tasks)
-        #: what `wikisim replay` needs to rebuild this env (see wikisim.env.replay)
-        self.config: dict[str, Any] = {
-            "tasks": None if tasks is None or isinstance(tasks, TaskSet) else str(tasks), "tasks_name": self.tasks.name,
-            "max_turns": max_turns, "max_observation_tokens": max_observation_tokens, "reward": reward,
-            "backend": backend if isinstance(backend, str) else backend.name, "retriever": retriever,
-            "search_k": search_k, "visit_tokens": visit_tokens, "python": python, "python_limits": python_limits,
-            "date": date, "cache_mode": cache_mode, "cache_path": None if cache_path is None else str(cache_path),
-        }
-        backend_kwargs = dict(backend_kwargs or {})
-        shorthands = {"url": url, "cache_mode": cache_mode, "cache_path": cache_path}
-        backend_kwargs |= {k: v for k, v in shorthands.items() if v is not None}
-        if backend_kwargs and not isinstance(backend, str):
-            raise ConfigError(f"{sorted(backend_kwargs)} configure a named backend; backend={backend.name!r} is an "
-                              "instance: configure it where it is built")
-        self.backend = self._backend(backend, index, retriever, backend_kwargs)
-        self.toolbox: ToolBox = default_toolbox(self.backend, k=search_k, visit_tokens=visit_tokens, python=python,
-                                                python_limits=python_limits)
+        config = config or EnvConfig()
+        if isinstance(tasks, str | Path):
+            settings["tasks"] = str(tasks)
+        if isinstance(backend, str):
+            settings["backend"] = backend
+        for key in ("index", "cache_path"):
+            if isinstance(settings.get(key), Path):
+                settings[key] = str(settings[key])
+        config = config.replace(**settings) if settings else config
+        self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(config.tasks)
+        if isinstance(backend, Backend):
+            if backend_kwargs:
+                raise ConfigError(f"{sorted(backend_kwargs)} configure a backend the env builds; backend={backend.name!r} "
+                                  "is an instance: configure it where it is built")
+            self.backend, self._owns_backend = backend, False
+            config = config.replace(backend=backend.name)
+        else:
+            config = resolve_index(config)
+            self.backend, self._owns_backend = open_backend(config, backend_kwargs), True
+        #: the settings this env runs with (what `wikisim replay` rebuilds it from)
+        self.config = config
+        self.toolbox: ToolBox = default_toolbox(self.backend, k=config.search_k, visit_tokens=config.visit_tokens,
+                                                python=config.python, python_limits=dict(config.python_limits or {}))
         self._parameters = self.toolbox.parameters
-        self.reward_kind = reward
-        if isinstance(judge, dict):
-            judge = ChatConfig(**judge)
-        self.judge = Judge(ChatClient(judge)) if judge is not None else None
-        if reward == "judge" and self.judge is None:
-            raise ConfigError('reward="judge" needs judge=ChatConfig(base_url=..., model=...) or its dict')
-        self.max_turns = max_turns
-        self.max_observation_tokens = max_observation_tokens
-        self.render_mode = render_mode
+        self.judge = Judge(ChatClient(ChatConfig(**config.judge))) if config.judge is not None else None
         self.manifest_hash: str = self.backend.manifest_hash
-        built = getattr(self.backend, "index", None)
-        self.config["index"] = str(built.path) if built is not None else (None if index is None else str(index))
-        manifest = getattr(built, "manifest", {})
-        self.date = date if date is not None else str(manifest.get("date", ""))
-        self.system_prompt = system_prompt(self.toolbox.schemas, self.date)
+        self.date = config.date if config.date is not None else str(self.backend.manifest().get("date", ""))
+        self.system_prompt = make_system_prompt(config.prompt, self.toolbox.schemas, self.date)
+        self.render_mode = render_mode
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.task: Task | None = None
         self._done = True
         self._last = ""
-
-    @staticmethod
-    def _backend(backend: str | Backend, index: str | Path | None, retriever: str, kwargs: dict[str, Any]) -> Backend:
-        if not isinstance(backend, str):
-            return backend
-        if backend == "wiki":
-            if index is None:
-                from wikisim.index.build import ensure_sample_index
-
-                index = ensure_sample_index()
-            return make_backend("wiki", index=index, retriever=retriever, **kwargs)
-        return make_backend(backend, **kwargs)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
@@ -203,20 +163,20 @@ class WikiSimEnv(gym.Env[str, str | dict]):
 
     def step(self, action: str | dict) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done or self.task is None:
-            obs = _wrap("Error: the episode has ended (or never started); call reset() before step().")
+            obs = wrap_observation("Error: the episode has ended (or never started); call reset() before step().")
             return obs, 0.0, True, False, {"error": "step after the episode ended", "manifest_hash": self.manifest_hash}
         self._turn += 1
-        parsed = parse_action(action, self._parameters)
+        parsed = parse_turn(action, self._parameters)
         info: dict[str, Any] = {"turn": self._turn, "task_id": self.task.id, "manifest_hash": self.manifest_hash}
         if parsed.answer is not None:
             return self._finish(parsed, info)
         obs, step_info = self._run(parsed)
         info.update(step_info)
         self._obs_tokens += count_tokens(obs)
-        truncated = self._turn >= self.max_turns or self._obs_tokens > self.max_observation_tokens
+        truncated = self._turn >= self.config.max_turns or self._obs_tokens > self.config.max_observation_tokens
         if truncated:
             self._done = True
-            info["truncation"] = "max_turns" if self._turn >= self.max_turns else "max_observation_tokens"
+            info["truncation"] = "max_turns" if self._turn >= self.config.max_turns else "max_observation_tokens"
         info.update(observation_chars=len(obs), observation_tokens_total=self._obs_tokens, **self._episode_counts())
         self._last = obs
         return obs, 0.0, False, truncated, info
@@ -226,11 +186,11 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         errors = malformed = 0
         for item in parsed.items:
             if isinstance(item, CallError):
-                responses.append(_wrap(item.message))
+                responses.append(item.message)
                 malformed += 1
                 continue
-            result = self.toolbox.run(item.name, item.arguments)
-            responses.append(_wrap(result.text))
+            result = self.toolbox.run(item)
+            responses.append(result.text)
             calls.append({"name": item.name, "arguments": item.arguments})
             latency[item.name] = latency.get(item.name, 0.0) + result.latency_s
             errors += not result.ok
@@ -239,14 +199,14 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         self._counts["malformed"] += malformed
         info = {"tool_calls": calls, "latency_s": latency, "calls": len(calls),
                 "errors": errors + malformed, "malformed": malformed}
-        pop_trace = getattr(self.backend, "pop_trace", None)
-        if pop_trace is not None:  # an executor-wrapped backend: retries, fallbacks, cache hits
-            info["backend_trace"] = [record.as_dict() for record in pop_trace()]
-        return "\n".join(responses), info
+        trace = self.backend.trace()
+        if trace:  # an executor's retries, fallbacks and cache hits
+            info["backend_trace"] = [record.as_dict() for record in trace]
+        return join_observations(responses), info
 
     def _finish(self, parsed: Action, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         task, answer = self.task, parsed.answer or ""
-        reward = score(self.reward_kind, task.question, answer, task.answers, self.judge) if task else 0.0
+        reward = score(self.config.reward, task.question, answer, task.answers, self.judge) if task else 0.0
         self._done = True
         self._last = ""
         info.update(answer=answer, **answer_metrics(answer, task.answers if task else ()),
@@ -261,5 +221,8 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         return self._last if self.render_mode == "ansi" else None
 
     def close(self) -> None:
+        if self._owns_backend:
+            self.backend.close()
+            self._owns_backend = False
         super().close()
 

@@ -85,7 +85,7 @@ class RecordEpisodes(gym.Wrapper):
         obs, info = self.env.reset(seed=seed, options=options)
         base = self.env.unwrapped
         self._header = {"manifest_hash": base.manifest_hash, "version": __version__, "task_id": info["task_id"],
-                        "seed": seed, "env": dict(base.config), "reset_sha256": digest(obs)}
+                        "seed": seed, "env": {**base.config.to_dict(), "tasks_name": base.tasks.name}, "reset_sha256": digest(obs)}
         return obs, info
 
     def step(self, action: Any):
@@ -158,20 +158,20 @@ def _replay_episode(env: Any, i: int, rec: EpisodeRecord) -> list[Difference]:
 
 def replay(path: str | Path, **overrides: Any) -> ReplayReport:
     """Re-run every episode of a trajectory file; `overrides` replace recorded env config (e.g. index=)."""
+    from wikisim.env.config import EnvConfig
     from wikisim.env.core import WikiSimEnv
 
     records = read_records(path)
     envs: dict[str, WikiSimEnv] = {}
     diffs: list[Difference] = []
     for i, rec in enumerate(records):
-        config = {k: v for k, v in rec.env.items() if k != "tasks_name"}
-        config.update(overrides)
-        if config.get("tasks") is None and rec.env.get("tasks_name") not in (None, "sample"):
+        config = EnvConfig.from_dict({**rec.env, **overrides})
+        if config.tasks is None and rec.env.get("tasks_name") not in (None, "sample"):
             raise TaskError(f"episode {i} used the task set {rec.env['tasks_name']!r} given as an object; "
                             "pass its file with --tasks")
-        key = json.dumps(config, sort_keys=True, default=str)
+        key = json.dumps(config.to_dict(), sort_keys=True, default=str)
         if key not in envs:
-            envs[key] = WikiSimEnv(**config)
+            envs[key] = WikiSimEnv(config)
         diffs += _replay_episode(envs[key], i, rec)
     for env in envs.values():
         env.close()

@@ -96,6 +96,17 @@ class TaskSet(Sequence[Task]):
             raise TaskError(f"no task {task_id!r} in {self.name or 'the task set'} ({len(self)} tasks).{hint}")
         return self._tasks[self._by_id[task_id]]
 
+    def by_question(self, question: str) -> Task:
+        """The first task asking `question`: how a policy given the task set (the oracle) finds its task,
+        since a request carries what a model sees, not task ids (which may spell the answer)."""
+        if not hasattr(self, "_by_question"):
+            self._by_question: dict[str, int] = {}
+            for i, t in enumerate(self._tasks):
+                self._by_question.setdefault(t.question, i)
+        if question not in self._by_question:
+            raise TaskError(f"no task of the set {self.name!r} asks {question[:80]!r}")
+        return self._tasks[self._by_question[question]]
+
     def to_jsonl(self, path: str | Path) -> None:
         with open(path, "w", encoding="utf-8") as f:
             for t in self._tasks:

@@ -46,6 +46,13 @@ class Index:
         self.manifest_hash = manifest_hash(manifest)
         self._retrievers: dict[str, Retriever] = {}
 
+    def close(self) -> None:
+        """Close the stores this index opened (retrievers hold memory maps the process releases)."""
+        for name in ("store", "passages"):
+            opened = self.__dict__.pop(name, None)
+            if opened is not None:
+                opened.close()
+
     @property
     def prebuilt(self) -> bool:
         return self.manifest.get("kind") == "lucene-prebuilt"
@@ -118,13 +125,48 @@ def _prebuilt_manifest(path: Path) -> dict[str, Any]:
     return {"kind": "lucene-prebuilt", "indexes": {"lucene": {"files": files}}}
 
 
+def prebuilt_path(name: str) -> Path | None:
+    """Where pyserini keeps its prebuilt index `name` (e.g. "wikipedia-kilt-doc"); None if no such name.
+
+    The directory pyserini's own download makes ($PYSERINI_CACHE or ~/.cache/pyserini, then
+    indexes/<file name>.<md5>), so an index fetched once with pyserini is found by name.
+    """
+    import re
+
+    from wikisim.index.jvm import pyserini_module
+
+    info = pyserini_module("prebuilt_index_info").TF_INDEX_INFO.get(name)
+    if info is None:
+        return None
+    base = re.sub(r"\.tar\.gz.*$", "", info["filename"])
+    return Path(pyserini_module("util").get_cache_home()) / "indexes" / f"{base}.{info['md5']}"
+
+
+def _by_name(path: Path) -> Path:
+    """A pyserini prebuilt index name resolved to its local directory, else `path` as given."""
+    if path.exists() or len(path.parts) != 1 or not path.name.startswith(("wikipedia-", "msmarco", "beir")):
+        return path
+    local = prebuilt_path(path.name)
+    if local is None:
+        return path
+    if not is_lucene_dir(local):
+        raise IndexNotBuiltError(
+            f"pyserini prebuilt index {path.name!r} is not downloaded (looked in {local}); fetch it where "
+            f"there is network with `python -c \"from pyserini.search.lucene import LuceneSearcher; "
+            f"LuceneSearcher.from_prebuilt_index('{path.name}')\"` and copy that directory here "
+            "(or point PYSERINI_CACHE at a copy)")
+    return local
+
+
 def open_index(path: str | Path) -> Index:
-    """Open a built index directory (or a bare pyserini/Lucene index directory).
+    """Open a built index directory, a bare pyserini/Lucene index directory, or a pyserini
+    prebuilt index by name (`wikipedia-dpr-100w`, `wikipedia-kilt-doc`: searched with its
+    stored documents; no page store, so visit has no pages behind it).
 
     Raises:
         IndexNotBuiltError: the directory is missing, half-built, or not an index.
     """
-    path = Path(path)
+    path = _by_name(Path(path))
     if not path.is_dir():
         pending = building_dir(path)
         if pending.exists():

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from wikisim.errors import BackendError, ConfigError
+from wikisim.tools.base import ToolOutput
 from wikisim.tools.sandbox.config import SandboxConfig, SandboxResult
 from wikisim.tools.sandbox.host import run_sandboxed
 
@@ -75,34 +76,13 @@ class PythonTool:
         (and OSError if the host cannot spawn a process at all)."""
         return run_sandboxed(code, self.config)
 
-    def check(self, arguments: dict[str, Any]) -> str | None:
-        """Why `arguments` are not a valid call, or None when they are."""
-        accepted = 'accepted: {"code": "<python source>"}'
-        extra = sorted(set(arguments) - {"code"})
-        if extra:
-            return f"unexpected argument(s) {extra} for the python tool; {accepted}"
-        if "code" not in arguments:
-            return f"missing argument 'code' for the python tool; {accepted}"
+    def __call__(self, **arguments: Any) -> ToolOutput:
         code = arguments["code"]
-        if not isinstance(code, str):
-            return f"argument 'code' must be a string, got {type(code).__name__}; {accepted}"
-        if not code.strip():
-            return f"argument 'code' is empty; {accepted}"
         if len(code) > self.config.max_code_chars:
-            return (f"argument 'code' has {len(code)} characters, over the limit of "
-                    f"{self.config.max_code_chars}; send a shorter program")
-        return None
-
-    def __call__(self, *args: Any, **arguments: Any) -> str:
-        if args:
-            if len(args) > 1 or arguments:
-                return "Error: the python tool takes one argument, 'code'; accepted: {\"code\": \"<python source>\"}"
-            arguments = {"code": args[0]}
-        problem = self.check(arguments)
-        if problem is not None:
-            return f"Error: {problem}"
+            return ToolOutput(f"Error: argument 'code' has {len(code)} characters, over the limit of "
+                              f"{self.config.max_code_chars}; send a shorter program", ok=False)
         try:
-            self.last_result = self.run(arguments["code"])
-            return self.last_result.observation
+            self.last_result = self.run(code)
         except (BackendError, OSError) as exc:  # no sandbox here, or the host is out of processes/fds
-            return f"Error: the python sandbox is unavailable on this host: {exc}"
+            return ToolOutput(f"Error: the python sandbox is unavailable on this host: {exc}", ok=False)
+        return ToolOutput(self.last_result.observation)  # the program ran; its own failure is in the text

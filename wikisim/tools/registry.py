@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from wikisim.backends.base import Backend
-from wikisim.errors import ConfigError
+from wikisim.errors import ConfigError, ToolCallError
 from wikisim.tools.answer import AnswerTool
-from wikisim.tools.base import Tool
+from wikisim.tools.arguments import check_arguments
+from wikisim.tools.base import Tool, ToolOutput
+from wikisim.tools.protocol import ToolCall
 from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool
@@ -53,17 +55,27 @@ class ToolBox:
 
     @property
     def parameters(self) -> dict[str, dict[str, Any]]:
-        """Tool name -> JSON-schema of its arguments: what `parse_action` validates against."""
+        """Tool name -> JSON-schema of its arguments: what `parse_turn` checks against."""
         return {n: t.schema["function"]["parameters"] for n, t in self.tools.items()}
 
-    def run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    def run(self, call: ToolCall) -> ToolResult:
+        """Run a call whose arguments the turn parser has checked."""
         start = time.perf_counter()
         try:
-            text = self.tools[name](**arguments)
-            ok = not text.startswith("Error:")
+            out = self.tools[call.name](**call.arguments)
         except Exception as e:  # a tool bug must not end the episode; the message says which tool
-            text, ok = f"Error: the {name} tool failed unexpectedly ({type(e).__name__}: {e}). Try another call.", False
-        return ToolResult(name, text, ok, time.perf_counter() - start)
+            out = ToolOutput(f"Error: the {call.name} tool failed unexpectedly ({type(e).__name__}: {e}). Try another call.", ok=False)
+        return ToolResult(call.name, out.text, out.ok, time.perf_counter() - start)
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        """Check then run a call made directly (servers, adapters): a bad call is an error result."""
+        if name not in self.tools:
+            return ToolResult(name, f"Error: unknown tool {name!r}; available tools: {', '.join(self.tools)}.", False, 0.0)
+        try:
+            check_arguments(name, self.parameters[name], arguments)
+        except ToolCallError as e:
+            return ToolResult(name, f"Error: {e}", False, 0.0)
+        return self.run(ToolCall(name, dict(arguments)))
 
 
 def default_toolbox(backend: Backend, *, k: int = 10, visit_tokens: int = 1500, python: bool | None = None,

@@ -11,7 +11,7 @@ from typing import Any
 from wikisim.backends.base import Backend
 from wikisim.errors import WikisimError
 from wikisim.index.base import Hit
-from wikisim.tools.action import check_arguments
+from wikisim.tools.base import ToolOutput
 
 #: Queries joined in one observation are separated as the released tools separate them.
 QUERY_SEPARATOR = "\n=======\n"
@@ -61,16 +61,13 @@ class QueryTool:
             },
         }
 
-    def __call__(self, **arguments: Any) -> str:
-        why = check_arguments(self.name, self.schema["function"]["parameters"], arguments)
-        if why:
-            return f"Error: {why}"
+    def __call__(self, **arguments: Any) -> ToolOutput:
         queries = [q.strip() for q in as_list(arguments["query"])]
         try:
             results = getattr(self.backend, self.name)(queries, self.k)
         except WikisimError as e:
-            return f"Error: {self.name} failed on the {self.backend.name} backend: {e}"
-        return QUERY_SEPARATOR.join(self.page(q, hits) for q, hits in zip(queries, results, strict=True))
+            return ToolOutput(f"Error: {self.name} failed on the {self.backend.name} backend: {e}", ok=False)
+        return ToolOutput(QUERY_SEPARATOR.join(self.page(q, hits) for q, hits in zip(queries, results, strict=True)))
 
 
 class SearchTool(QueryTool):

@@ -11,7 +11,7 @@ from typing import Any
 
 from wikisim.backends.base import Backend, PageView
 from wikisim.errors import WikisimError
-from wikisim.tools.action import check_arguments
+from wikisim.tools.base import ToolOutput
 from wikisim.tools.search import QUERY_SEPARATOR, as_list
 
 MAX_URLS = 5
@@ -61,16 +61,15 @@ class VisitTool:
             },
         }
 
-    def __call__(self, **arguments: Any) -> str:
-        why = check_arguments(self.name, self.schema["function"]["parameters"], arguments)
-        if why:
-            return f"Error: {why}"
+    def __call__(self, **arguments: Any) -> ToolOutput:
         goal = arguments["goal"].strip()
-        out = []
+        out, ok = [], []
         for url in (u.strip() for u in as_list(arguments["url"])):
             try:
                 view = self.backend.visit(url, goal, self.max_tokens)
+                ok.append(True)
             except WikisimError as e:
                 view = PageView(url=url, title="", found=False, extract=f"The {self.backend.name} backend failed: {e}.")
+                ok.append(False)
             out.append(format_visit(url, goal, view))
-        return QUERY_SEPARATOR.join(out)
+        return ToolOutput(QUERY_SEPARATOR.join(out), ok=all(ok))

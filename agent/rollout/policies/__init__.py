@@ -12,6 +12,7 @@ from pathlib import Path
 from agent.rollout.policies.base import Policy
 from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy
 from agent.rollout.react import ChatFormat
+from wikisim.env.tasks import TaskSet
 from wikisim.errors import ConfigError
 
 SCRIPTED = ("search-answer", "oracle")
@@ -24,10 +25,12 @@ def make_policy(
     top_p: float = 1.0,
     batch_size: int = 8,
     tokenizer_path: str | None = None,
+    tasks: TaskSet | None = None,
 ) -> Policy:
     """A policy from its command-line name (see the module docstring).
 
     Args:
+        tasks: the task set the oracle answers (the only policy given gold answers).
         tokenizer_path: for text-only policies (scripted, openai), a local model folder whose
             tokenizer gives the trajectories token ids (e.g. for SFT); none: text only.
     """
@@ -35,7 +38,9 @@ def make_policy(
     if spec == "search-answer":
         return SearchAnswerPolicy(chat)
     if spec == "oracle":
-        return OraclePolicy(chat)
+        if tasks is None:
+            raise ConfigError("the oracle policy needs the task set it answers: make_policy('oracle', tasks=...)")
+        return OraclePolicy(tasks, chat)
     if spec.startswith("openai:"):
         from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 

@@ -24,6 +24,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
 from wikisim.errors import BackendError, ConfigError
+from wikisim.tools.protocol import STOP_STRINGS, close_stopped
 
 
 class RetryableError(BackendError):
@@ -66,14 +67,6 @@ class OpenAIConfig:
                 f"timeout_s={self.timeout_s}, max_attempts={self.max_attempts}, concurrency={self.concurrency}, "
                 f"backoff_s={self.backoff_s}: need timeout_s > 0, max_attempts >= 1, concurrency >= 1, backoff_s >= 0"
             )
-
-
-def restore_stop(content: str) -> str:
-    """Close a `<tool_call>` or `<answer>` that the server's stop handling cut off."""
-    for open_tag, close_tag in (("<tool_call>", "</tool_call>"), ("<answer>", "</answer>")):
-        if content.rfind(open_tag) > content.rfind(close_tag):
-            return content + close_tag
-    return content
 
 
 class OpenAIPolicy:
@@ -125,7 +118,7 @@ class OpenAIPolicy:
             "temperature": cfg.temperature,
             "top_p": cfg.top_p,
             "max_tokens": request.max_new_tokens,
-            "stop": ["</tool_call>", "</answer>"],
+            "stop": list(STOP_STRINGS),
             "seed": request.seed,
         }
         if cfg.token_in:
@@ -141,7 +134,7 @@ class OpenAIPolicy:
                 f"{cfg.base_url}{route} answered HTTP {response.status_code}: {response.text[:300]}; "
                 "check model name, api_key and request"
             )
-        return _sampled(response) if cfg.token_in else Generation(text=restore_stop(_content(response)))
+        return _sampled(response) if cfg.token_in else Generation(text=close_stopped(_content(response)))
 
 
 def _content(response: httpx.Response) -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from agent.rollout.react import ChatFormat, Generation, TurnRequest, format_answer, format_tool_call
+from agent.rollout.react import ChatFormat, Generation, TurnRequest
+from wikisim.env.tasks import Task, TaskSet
+from wikisim.tools.protocol import TOOL_RESPONSE, format_answer, format_tool_call
 
 _URL = re.compile(r"https?://[^\s)\]>\"'<]+")
 _WORD = re.compile(r"\w+")
@@ -57,7 +58,7 @@ def best_span(question: str, text: str) -> str:
         return "yes"
     numeric = any(cue in q for cue in _NUMERIC_CUES)
     qstems = _stems(question)
-    body = _URL.sub(" ", re.sub(r"</?tool_response>", " ", text))
+    body = _URL.sub(" ", text.replace(TOOL_RESPONSE.open, " ").replace(TOOL_RESPONSE.close, " "))
     body = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
     # drop tool boilerplate that echoes the question (e.g. "... for user goal <question> ...")
     sentences = [s.strip() for s in _SENTENCE.split(body) if len(s.strip()) > 3 and question.strip() not in s]
@@ -109,29 +110,27 @@ class SearchAnswerPolicy(_ScriptedPolicy):
         return format_answer(best_span(question, seen[-1] if seen else ""), think="Answer from the page.")
 
 
-def task_answer(task: Mapping[str, Any]) -> str:
-    answer = task.get("answer")
-    if isinstance(answer, str):
-        return answer
-    answers = task.get("answers") or task.get("answer") or [""]
-    return str(answers[0])
-
-
 class OraclePolicy(_ScriptedPolicy):
     """Search the question, visit each of the task's evidence pages, then give the gold answer.
 
     An upper bound for the harness and an SFT teacher: every step is a real tool call, so
-    its trajectories show the tool use that leads to the answer.
+    its trajectories show the tool use that leads to the answer. It is the one policy that
+    knows the gold, so it is built with the task set and finds each request's task by id.
     """
 
     name = "oracle"
 
+    def __init__(self, tasks: TaskSet, chat: ChatFormat | None = None):
+        super().__init__(chat)
+        self.tasks = tasks
+
     def turn(self, request: TurnRequest) -> str:
         question = request.messages[1]["content"]
-        evidence = [str(e) for e in request.task.get("evidence", ())]
+        task: Task = self.tasks.by_question(request.question)
+        evidence = list(task.evidence)
         if request.turn == 0:
             return format_tool_call("search", {"query": [question]}, think="Find the pages the question is about.")
         if request.turn - 1 < len(evidence):
             url = evidence[request.turn - 1]
             return format_tool_call("visit", {"url": [url], "goal": question}, think=f"Read the evidence page {url}.")
-        return format_answer(task_answer(request.task), think="The evidence pages give the answer.")
+        return format_answer(task.answers[0], think="The evidence pages give the answer.")

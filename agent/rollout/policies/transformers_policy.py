@@ -21,8 +21,9 @@ from typing import Any
 import torch
 
 from agent.rollout.policies.kv import KVStore, Past, batch_cache, buffered, row_past
-from agent.rollout.react import STOP_STRINGS, ChatFormat, Generation, TurnRequest
+from agent.rollout.react import ChatFormat, Generation, TurnRequest
 from wikisim.errors import ConfigError
+from wikisim.tools.protocol import STOP_STRINGS
 
 _TAIL_TOKENS = 16  # decoded tail long enough to contain any stop string
 _MIN_PREFIX = 32  # shorter shared prompts are not worth a cached prefix
@@ -103,6 +104,7 @@ class TransformersPolicy:
         if any(not c for c in contexts):
             raise ConfigError("TransformersPolicy needs token contexts; build episodes with a ChatFormat")
         n = len(contexts)
+        dev = self.model.device
         starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
         rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
         width = max(len(r) for r in rest)
@@ -112,7 +114,8 @@ class TransformersPolicy:
         for i, r in enumerate(rest):  # left padding: every row's next token lines up at the end
             input_ids[i, width - len(r) :] = torch.tensor(r)
             new_mask[i, width - len(r) :] = 1
-        mask = torch.cat([past_mask, new_mask], dim=1)
+        input_ids = input_ids.to(dev)
+        mask = torch.cat([past_mask, new_mask], dim=1).to(dev)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, past_mask.shape[1] :]
         result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
                             use_cache=True, logits_to_keep=1)
@@ -121,19 +124,20 @@ class TransformersPolicy:
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
         live = list(range(n))  # the original row of each batch row
-        logits, nxt = result.logits[:, -1, :], torch.full((n,), self.pad_id, dtype=torch.long)
+        # rows sample on the CPU from their own seeded generators (the same ids on any device)
+        logits, nxt = result.logits[:, -1, :].float().cpu(), torch.full((n,), self.pad_id, dtype=torch.long)
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
         while True:
             if len(stay) < len(live):  # drop finished rows: the batch shrinks as turns end
                 idx = torch.tensor(stay)
-                cache.batch_select_indices(idx)
-                mask, positions, logits, nxt = mask[idx], positions[idx], logits[idx], nxt[idx]
+                cache.batch_select_indices(idx.to(dev))
+                mask, positions, logits, nxt = mask[idx.to(dev)], positions[idx.to(dev)], logits[idx], nxt[idx]
                 live = [live[b] for b in stay]
             if not live:
                 break
             stay = []
             for b, i in enumerate(live):
-                tok, lp = self._pick(logits[b].float(), gens[i])
+                tok, lp = self._pick(logits[b], gens[i])
                 nxt[b] = tok
                 out_ids[i].append(tok)
                 out_lp[i].append(lp)
@@ -143,11 +147,11 @@ class TransformersPolicy:
                     self._pasts.put(contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0]))
             if not stay:
                 break
-            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long)], dim=1)
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1)
             positions = positions[:, -1:] + 1
-            result = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, cache=cache,
-                                use_cache=True)
-            logits = result.logits[:, -1, :]
+            result = self.model(input_ids=nxt[:, None].to(dev), attention_mask=mask, position_ids=positions,
+                                cache=cache, use_cache=True)
+            logits = result.logits[:, -1, :].float().cpu()
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
 
@@ -165,7 +169,8 @@ class TransformersPolicy:
             return 0, None
         prefix = tuple(context[:end])
         if prefix not in self._prefixes:
-            out = self.model(input_ids=torch.tensor([prefix]), use_cache=True, logits_to_keep=1)
+            out = self.model(input_ids=torch.tensor([prefix], device=self.model.device), use_cache=True,
+                             logits_to_keep=1)
             past = tuple((layer.keys[0], layer.values[0]) for layer in out.cache.layers)
             self._prefixes = {prefix: past}  # one system prompt per run: keep the latest only
         return end, self._prefixes[prefix]

@@ -42,9 +42,9 @@ def test_refusal_is_an_observation_and_nothing_is_fetched(fake, fast_config):
     web = direct(fake, fast_config)
     page = web.visit(f"{fake.url}/site/Snow_Valley", "climate", 80)
     assert not page.found and "refused 127.0.0.1" in page.extract and fake.calls["site"] == 0
-    text = VisitTool(web, 80)(url=f"{fake.url}/site/Snow_Valley".replace("127.0.0.1", "localhost"), goal="climate")
+    text = VisitTool(web, 80)(url=f"{fake.url}/site/Snow_Valley".replace("127.0.0.1", "localhost"), goal="climate").text
     assert "could not be accessed. The direct fetch refused localhost: it resolves to a loopback address" in text
-    assert fake.calls["site"] == 0 and web.pop_trace()[-1].outcome == "live"  # an answer, not a failure
+    assert fake.calls["site"] == 0 and web.trace()[-1].outcome == "live"  # an answer, not a failure
 
 
 def test_redirects_are_checked_hop_by_hop(fake, fast_config):

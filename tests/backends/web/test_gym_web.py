@@ -62,7 +62,7 @@ def test_web_falls_back_to_the_local_index(fake, sample_index, tmp_path, fast_co
     fake.fail_always("serper", "500")
     fake.fail_always("serpapi", "timeout")
     assert web.search(["Anarchism"], 3) == wiki.search(["Anarchism"], 3)
-    [record] = web.pop_trace()
+    [record] = web.trace()
     assert record.provider == "wiki" and [a.provider for a in record.attempts] == ["serper", "serpapi", "wiki"]
     assert record.attempts[1].error.startswith("timeout")
 

@@ -30,7 +30,7 @@ def test_serper_search_wire_format_and_order(fake, tmp_path, fast_config):
     assert other[0].url == "https://example.org/alan-turing/1"
     sent = fake.requests["serper"][0]
     assert sent["headers"]["X-API-KEY"] == "test-key" and sent["body"] == {"q": "Ada Lovelace", "num": 3}
-    assert web.pop_trace()[0].provider == "serper"
+    assert web.trace()[0].provider == "serper"
 
 
 def test_serpapi_search_and_both_scholar_formats(fake, tmp_path, fast_config):
@@ -60,7 +60,7 @@ def test_retries_5xx_with_seeded_exponential_backoff(fake, tmp_path, fast_config
     web = make(fake, tmp_path, fast_config, sleeps, cache_mode="off")
     [hits] = web.search(["retry me"], k=2)
     assert len(hits) == 2 and fake.calls["serper"] == 3
-    [record] = web.pop_trace()
+    [record] = web.trace()
     assert record.outcome == "live" and record.attempts[0].tries == 3
     first, second = sleeps.waits
     assert 0.005 <= first <= 0.01 and 0.01 <= second <= 0.02  # base 0.01 * 2**n, jitter 50 %
@@ -78,7 +78,7 @@ def test_429_honours_retry_after_and_gives_up_on_long_waits(fake, tmp_path, fast
     fake.inject("serper", "429:60")  # longer than backoff_max_s: move on to SerpAPI at once
     [hits] = web.search(["rate limited twice"], k=1)
     assert hits[0].url == "https://example.org/rate-limited-twice/1"
-    assert web.pop_trace()[-1].outcome == "fallback" and sleeps.waits == [0.07]
+    assert web.trace()[-1].outcome == "fallback" and sleeps.waits == [0.07]
 
 
 @pytest.mark.parametrize("fault", ["timeout", "malformed", "truncated"])
@@ -88,7 +88,7 @@ def test_transient_faults_are_retried(fake, tmp_path, fast_config, fault):
     start = time.monotonic()
     [hits] = web.search([f"{fault} query"], k=1)
     assert hits[0].url == f"https://example.org/{fault}-query/1"
-    [record] = web.pop_trace()
+    [record] = web.trace()
     assert (record.provider, record.attempts[0].tries) == ("serper", 2)
     assert time.monotonic() - start < 4.0  # the 0.5 s timeout fired: the fake hangs for 5 s
 
@@ -98,7 +98,7 @@ def test_fallback_chain_is_recorded(fake, tmp_path, fast_config):
     web = make(fake, tmp_path, fast_config, cache_mode="off")
     [hits] = web.search(["fallback"], k=1)
     assert hits[0].url == "https://example.org/fallback/1"
-    [record] = web.pop_trace()
+    [record] = web.trace()
     assert record.outcome == "fallback" and record.provider == "serpapi"
     assert [(a.provider, a.tries, a.error) for a in record.attempts] == [("serper", 3, "HTTP 500"), ("serpapi", 1, "")]
     assert web.stats()["search"]["fallback"] == 1
@@ -125,11 +125,11 @@ def test_circuit_breaker_opens_skips_and_recovers(fake, tmp_path, fast_config):
     assert fake.calls["serper"] == 2 and web.breaker_state("search", "serper") == "open"
     web.search(["second"], k=1)
     assert fake.calls["serper"] == 2  # skipped while open
-    assert "circuit open" in web.pop_trace()[-1].attempts[0].error
+    assert "circuit open" in web.trace()[-1].attempts[0].error
     fake.fail_always("serper", None)
     time.sleep(1.05)
     [hits] = web.search(["third"], k=1)
-    assert web.pop_trace()[-1].provider == "serper" and web.breaker_state("search", "serper") == "closed"
+    assert web.trace()[-1].provider == "serper" and web.breaker_state("search", "serper") == "closed"
     assert hits[0].url == "https://example.org/third/1"
 
 
@@ -151,7 +151,7 @@ def test_visit_direct_fetch_with_trafilatura_and_fallback_from_jina(fake, tmp_pa
     chained = make(fake, tmp_path, fast_config, cache_mode="off", fetch_allow=["127.0.0.1/32"])
     fake.fail_always("jina", "500")
     page2 = chained.visit(f"{fake.url}/site/Snow_Valley", "climate between mountains", 80)
-    assert page2 == page and chained.pop_trace()[-1].provider == "direct"
+    assert page2 == page and chained.trace()[-1].provider == "direct"
 
 
 def test_cache_makes_inconsistent_results_stable_and_replay_exact(fake, tmp_path, fast_config):

@@ -105,6 +105,5 @@ class WebBackend(Executor):
         return table[(tool, name)](**kw)
 
     def close(self) -> None:
+        super().close()
         self.client.close()
-        if self.cache is not None:
-            self.cache.close()

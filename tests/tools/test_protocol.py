@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from wikisim.tools.action import (
+from wikisim.tools.answer import AnswerTool
+from wikisim.tools.protocol import (
     MAX_ACTION_CHARS,
     MAX_CALLS_PER_TURN,
     CallError,
     ToolCall,
-    parse_action,
+    parse_turn,
 )
-from wikisim.tools.answer import AnswerTool
 from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool
@@ -29,50 +29,50 @@ def call(name: str, **arguments) -> str:
 
 
 def only_error(action) -> str:
-    parsed = parse_action(action, TOOLS)
+    parsed = parse_turn(action, TOOLS)
     assert parsed.answer is None and not parsed.calls, parsed
     assert len(parsed.errors) == 1, parsed
     return parsed.errors[0].message
 
 
 def test_think_then_one_call() -> None:
-    parsed = parse_action("<think>look it up</think>\n" + call("search", query=["a", "b"]), TOOLS)
+    parsed = parse_turn("<think>look it up</think>\n" + call("search", query=["a", "b"]), TOOLS)
     assert parsed.think == "look it up"
     assert parsed.items == (ToolCall("search", {"query": ["a", "b"]}),)
 
 
 def test_closing_think_only_as_chat_templates_emit() -> None:
-    parsed = parse_action("reasoning</think>" + call("search", query="x"), TOOLS)
+    parsed = parse_turn("reasoning</think>" + call("search", query="x"), TOOLS)
     assert parsed.think == "reasoning" and parsed.calls[0].arguments == {"query": "x"}
 
 
 def test_several_calls_run_in_order_and_bad_ones_in_place() -> None:
     text = call("search", query="a") + "<tool_call>{oops}</tool_call>" + call("visit", url="X", goal="g")
-    parsed = parse_action(text, TOOLS)
+    parsed = parse_turn(text, TOOLS)
     assert [type(i) for i in parsed.items] == [ToolCall, CallError, ToolCall]
     assert "tool call 2 is not valid JSON" in parsed.items[1].message
 
 
 def test_answer_tag_and_answer_tool_end_the_turn() -> None:
-    assert parse_action("<think>done</think><answer> Paris </answer>", TOOLS).answer == "Paris"
-    assert parse_action(call("answer", answer="Paris"), TOOLS).answer == "Paris"
-    assert parse_action({"name": "answer", "arguments": {"answer": "Paris"}}, TOOLS).answer == "Paris"
+    assert parse_turn("<think>done</think><answer> Paris </answer>", TOOLS).answer == "Paris"
+    assert parse_turn(call("answer", answer="Paris"), TOOLS).answer == "Paris"
+    assert parse_turn({"name": "answer", "arguments": {"answer": "Paris"}}, TOOLS).answer == "Paris"
 
 
 def test_dict_action() -> None:
-    parsed = parse_action({"name": "search", "arguments": {"query": "q"}}, TOOLS)
+    parsed = parse_turn({"name": "search", "arguments": {"query": "q"}}, TOOLS)
     assert parsed.calls == (ToolCall("search", {"query": "q"}),)
 
 
 def test_tongyi_python_code_block_and_aliases() -> None:
     text = '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\n```python\nprint(6*7)\n```\n</code>\n</tool_call>'
-    assert parse_action(text, TOOLS).calls == (ToolCall("python", {"code": "print(6*7)"}),)
-    assert parse_action(call("google_scholar", query=["x"]), TOOLS).calls[0].name == "scholar"
+    assert parse_turn(text, TOOLS).calls == (ToolCall("python", {"code": "print(6*7)"}),)
+    assert parse_turn(call("google_scholar", query=["x"]), TOOLS).calls[0].name == "scholar"
 
 
 def test_openai_style_string_arguments() -> None:
     text = '<tool_call>{"name": "search", "arguments": "{\\"query\\": \\"q\\"}"}</tool_call>'
-    assert parse_action(text, TOOLS).calls == (ToolCall("search", {"query": "q"}),)
+    assert parse_turn(text, TOOLS).calls == (ToolCall("search", {"query": "q"}),)
 
 
 @pytest.mark.parametrize(
@@ -136,6 +136,6 @@ def test_one_megabyte_of_junk_is_rejected_fast() -> None:
 
 
 def test_too_many_calls() -> None:
-    parsed = parse_action(call("search", query="x") * (MAX_CALLS_PER_TURN + 2), TOOLS)
+    parsed = parse_turn(call("search", query="x") * (MAX_CALLS_PER_TURN + 2), TOOLS)
     assert len(parsed.calls) == MAX_CALLS_PER_TURN
     assert "has 12 tool calls; only the first 10 were run" in parsed.errors[-1].message

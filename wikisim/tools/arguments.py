@@ -1,0 +1,106 @@
+"""Tool-call arguments against a tool's JSON schema: checked in this one place, with one exception.
+
+`check_arguments` raises `ToolCallError` whose message says what is wrong and shows the tool's
+usage line; the turn parser and `ToolBox.call` turn it into an observation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from wikisim.errors import ToolCallError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def type_name(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def short(value: Any, n: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = _SURROGATE.sub("\ufffd", text)
+    return repr(text[:n] + "..." if len(text) > n else text)
+
+
+def _spec_types(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The alternatives of a JSON-schema property: `anyOf`/`oneOf` members or the spec itself."""
+    alts = spec.get("anyOf") or spec.get("oneOf")
+    return list(alts) if alts else [spec]
+
+
+def describe_spec(spec: Mapping[str, Any]) -> str:
+    """'string | array of strings' for a property schema: the wording error messages use."""
+    out = []
+    for alt in _spec_types(spec):
+        kind = alt.get("type", "any")
+        if kind == "array":
+            item = alt.get("items", {}).get("type", "any")
+            out.append(f"array of {item}s")
+        else:
+            out.append(str(kind))
+    return " | ".join(out)
+
+
+def usage(name: str, parameters: Mapping[str, Any]) -> str:
+    """One-line signature: `search {"query": string | array of strings}`."""
+    props = parameters.get("properties", {})
+    required = set(parameters.get("required", []))
+    parts = [f'"{k}"{"" if k in required else "?"}: {describe_spec(v)}' for k, v in props.items()]
+    return f"{name} {{{', '.join(parts)}}}"
+
+
+def _matches(value: Any, spec: Mapping[str, Any]) -> str | None:
+    """None when `value` fits one alternative of `spec`, else why it fits none."""
+    for alt in _spec_types(spec):
+        kind = alt.get("type")
+        if kind is None or (kind == "integer" and isinstance(value, int) and not isinstance(value, bool)):
+            return None
+        if kind == "string" and isinstance(value, str):
+            if len(value.strip()) < alt.get("minLength", 1):
+                return "is empty; give a non-empty string"
+            return None
+        if kind == "array" and isinstance(value, list):
+            if len(value) < alt.get("minItems", 1):
+                return "is an empty array; give at least one item"
+            if len(value) > alt.get("maxItems", 1 << 30):
+                return f"has {len(value)} items; at most {alt['maxItems']} are accepted"
+            for i, item in enumerate(value):
+                why = _matches(item, alt.get("items", {}))
+                if why is not None:
+                    return f"item {i} {why}"
+            return None
+    return f"must be {describe_spec(spec)}, got {type_name(value)} ({short(value, 40)})"
+
+
+def check_arguments(name: str, parameters: Mapping[str, Any], arguments: Any) -> None:
+    """Raise `ToolCallError` (what is wrong, then the usage line) unless `arguments` fit the schema."""
+    why = _argument_error(name, parameters, arguments)
+    if why is not None:
+        raise ToolCallError(f"{why} Usage: {usage(name, parameters)}")
+
+
+def _argument_error(name: str, parameters: Mapping[str, Any], arguments: Any) -> str | None:
+    if not isinstance(arguments, dict):
+        return f'"arguments" of {name} must be a JSON object, got {type_name(arguments)} ({short(arguments)}).'
+    props = parameters.get("properties", {})
+    for key in parameters.get("required", []):
+        if key not in arguments:
+            return f'{name} is missing the required argument "{key}".'
+    for key in arguments:
+        if key not in props:
+            close = difflib.get_close_matches(str(key), list(props), n=1)
+            hint = f' Did you mean "{close[0]}"?' if close else ""
+            return f"{name} got an unexpected argument {short(key, 40)}.{hint}"
+    for key in props:
+        if key in arguments:
+            why = _matches(arguments[key], props[key])
+            if why is not None:
+                return f'{name} argument "{key}" {why}.'
+    return None
