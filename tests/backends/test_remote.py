@@ -2,47 +2,23 @@
 
 from __future__ import annotations
 
-import queue
 import re
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from serve_procs import start, stop
 
 from wikisim.backends.executor import ExecutorConfig, ToolPolicy
 from wikisim.backends.remote import RemoteBackend
 from wikisim.errors import BackendError, ConfigError, ToolCallError
-from wikisim.paths import REPO_ROOT
 
 
 def start_serve(index, *extra: str) -> tuple[subprocess.Popen, str]:
     """Start `wikisim serve --port 0` and wait (bounded) for its "listening on" line."""
-    proc = subprocess.Popen([sys.executable, "-m", "wikisim", "serve", "--index", str(index), "--port", "0", *extra],
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        line = lines.get(timeout=120)
-    except queue.Empty:
-        proc.kill()
-        raise AssertionError("wikisim serve did not start within 120 s") from None
-    if "listening on" not in line:
-        proc.kill()
-        raise AssertionError(f"wikisim serve failed: {line!r} {proc.stderr.read()}")
-    return proc, line.split("listening on ")[1].split()[0]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    return start("serve", index, *extra)
 
 
 @pytest.fixture(scope="module")
