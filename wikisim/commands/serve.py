@@ -1,4 +1,5 @@
-"""`wikisim serve --index DIR`: search, visit and scholar over HTTP for many env workers.
+"""`wikisim serve --index DIR`: search, visit and scholar over HTTP for many env workers, and the
+routes other stacks call (Search-R1's /retrieve, ASearcher's /access, Serper, Jina Reader).
 
 Binds 127.0.0.1 by default (the server has no authentication); `--port 0` picks a free port.
 The first line on stdout is `wikisim serve: listening on http://HOST:PORT ...` once the index
