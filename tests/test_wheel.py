@@ -19,7 +19,7 @@ assert DATA_DIR.is_dir() and not DATA_DIR.is_symlink(), DATA_DIR
 env = gym.make("WikiSim-v0", python=False)
 question, info = env.reset(seed=0)
 obs, *_ = env.step('<tool_call>{{"name": "search", "arguments": {{"query": "Anarchism"}}}}</tool_call>')
-print(info["task_id"], obs.count("https://en.wikipedia.org/wiki/"))
+print(info["task_id"], "[Anarchism](https://en.wikipedia.org/wiki/Anarchism)" in obs)
 """
 
 
@@ -35,5 +35,5 @@ def test_installed_wheel_gives_a_working_env(tmp_path: Path, sample_index: Path)
     out = subprocess.run([sys.executable, "-c", SCRIPT.format(target=str(target))], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    task_id, links = out.stdout.split()[-2:]
-    assert task_id and int(links) >= 5
+    task_id, found = out.stdout.split()[-2:]
+    assert task_id and found == "True"

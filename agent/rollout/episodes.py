@@ -86,6 +86,7 @@ class _Slot:
     job: Job
     episode: Episode
     manifest_hash: str
+    judged: bool  # the env's reward is an LLM judge's score
     timings: dict[str, float] = field(default_factory=lambda: {"env_s": 0.0, "policy_s": 0.0})
 
 
@@ -108,32 +109,30 @@ def rollout(
         raise ConfigError("rollout needs at least one env")
     budget = budget or Budget()
     queue = deque(enumerate(jobs))
-    slots: list[_Slot | None] = [None] * len(envs)
+    live: dict[int, _Slot] = {}  # env slot -> the episode running in it
     results: list[Trajectory | None] = [None] * len(jobs)
 
     def close(i: int, reward: float, info: Mapping[str, Any]) -> None:
-        slot = slots[i]
-        assert slot is not None
-        traj = _trajectory(slot, policy.name, reward, info, envs[i])
+        slot = live.pop(i)
+        traj = _trajectory(slot, policy.name, reward, info)
         results[slot.index] = traj
-        slots[i] = None
         if on_done is not None:
             on_done(traj)
 
-    while queue or any(slots):
+    while queue or live:
         for i, env in enumerate(envs):
-            while slots[i] is None and queue:
-                slots[i] = _start(env, *queue.popleft(), policy, budget)
-                if slots[i].episode.done:  # the prompt alone is over budget
+            while i not in live and queue:
+                live[i] = _start(env, *queue.popleft(), policy, budget)
+                if live[i].episode.done:  # the prompt alone is over budget
                     close(i, 0.0, {})
-        live = [i for i, s in enumerate(slots) if s is not None]
-        if not live:
+        order = sorted(live)
+        if not order:
             continue
         t0 = time.perf_counter()
-        generations = policy.act([slots[i].episode.request() for i in live])
-        share = (time.perf_counter() - t0) / len(live)
-        for i, gen in zip(live, generations, strict=True):
-            slot = slots[i]
+        generations = policy.act([live[i].episode.request() for i in order])
+        share = (time.perf_counter() - t0) / len(order)
+        for i, gen in zip(order, generations, strict=True):
+            slot = live[i]
             slot.timings["policy_s"] += share
             action = slot.episode.add_generation(gen)
             t0 = time.perf_counter()
@@ -143,7 +142,7 @@ def rollout(
                 slot.timings[f"tool:{tool}_s"] = slot.timings.get(f"tool:{tool}_s", 0.0) + seconds
             if terminated or truncated:
                 slot.episode.finish(terminated=terminated, truncated=truncated)
-                close(i, reward, info)
+                close(i, float(reward), info)
             else:
                 slot.episode.add_observation(obs)
                 if slot.episode.done:
@@ -157,13 +156,13 @@ def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -
         task_id=info["task_id"], question=question, system_prompt=info["system_prompt"], tools=info["tools"],
         seed=job.seed, budget=budget, chat=policy.chat,
     )
-    return _Slot(index, job, episode, info["manifest_hash"])
+    return _Slot(index, job, episode, info["manifest_hash"], judged=info["reward"] == "judge")
 
 
-def _trajectory(slot: _Slot, policy: str, reward: float, info: Mapping[str, Any], env: gym.Env) -> Trajectory:
+def _trajectory(slot: _Slot, policy: str, reward: float, info: Mapping[str, Any]) -> Trajectory:
     answered = "answer" in info
     metrics = {"em": float(info.get("em", 0.0)), "f1": float(info.get("f1", 0.0))}
-    if answered and env.unwrapped.config.reward == "judge":
+    if answered and slot.judged:
         metrics["judge"] = float(reward)
     return slot.episode.trajectory(
         policy=policy,

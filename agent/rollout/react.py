@@ -176,21 +176,22 @@ class Episode:
         """Record a policy turn; returns the action text for `env.step` (end-of-turn token removed)."""
         if self._pending is not None or self.done:
             raise RuntimeError(f"episode {self.task_id}: a turn was added while one is pending or after the end")
-        ids, logprobs, text = gen.ids, gen.logprobs, gen.text
+        text = gen.text
+        ids: tuple[int, ...] = ()
+        logprobs: tuple[float, ...] = ()
         if self.chat is not None:
-            if ids is None:  # text-only policy (scripted, HTTP): tokenised once, logprob 0
+            if gen.ids is None or gen.logprobs is None:  # text-only policy (scripted, HTTP): tokenised once, logprob 0
                 ids = self.chat.encode(text)
                 logprobs = (0.0,) * len(ids)
             else:
+                ids, logprobs = gen.ids, gen.logprobs
                 text = self.chat.tokenizer.decode(list(ids), skip_special_tokens=False)
             self.context += ids
-        else:
-            ids, logprobs = (), ()
         action = text
         eos = self.chat.eos_text if self.chat else ""
         if eos and action.endswith(eos):
             action = action[: -len(eos)]
-        self._pending = (Generation(text, tuple(ids), tuple(logprobs)), action)
+        self._pending = (Generation(text, ids, logprobs), action)
         self.messages.append({"role": "assistant", "content": action})
         return action
 

@@ -95,7 +95,7 @@ def test_env_and_agent_read_every_turn_the_same_way(sample_index: Path) -> None:
     tools = tool_parameters(info["tools"])
     compared = {"answer": 0, "calls": 0, "malformed": 0}
     for n in range(2500):
-        action = random_action(rng)
+        action = rng.choice(TEMPLATES) if rng.random() < 0.1 else random_action(rng)  # some well-formed turns too
         if not isinstance(action, str):
             continue
         episode = Episode(task_id=info["task_id"], question=question, system_prompt="s", tools=info["tools"], seed=n,

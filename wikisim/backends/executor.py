@@ -16,6 +16,7 @@ provider that is not thread-safe stays safe).
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -152,7 +153,8 @@ class CircuitBreaker:
 
     def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic):
         self.failures, self.reset_s, self._clock = failures, reset_s, clock
-        self._count, self._opened_at = 0, None
+        self._count = 0
+        self._opened_at: float | None = None
         self._lock = threading.Lock()
 
     @property
@@ -325,7 +327,7 @@ class Executor:
         for n, provider in enumerate(self.chains[tool]):
             tries = [0]
             try:
-                values = self._retrying(tool, provider, policy, lambda p=provider: run(p, todo), tries)
+                values = self._retrying(tool, provider, policy, functools.partial(run, provider, todo), tries)
                 if len(values) != len(todo):
                     raise BackendError(f"{provider.name} answered {len(values)} results for {len(todo)} requests")
             except (ToolCallError, ConfigError, CacheMissError):

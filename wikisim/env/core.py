@@ -116,9 +116,10 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         config = config.replace(**settings) if settings else config
         self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(config.tasks)
         if isinstance(backend, Backend):
-            if backend_kwargs:
-                raise ConfigError(f"{sorted(backend_kwargs)} configure a backend the env builds; backend={backend.name!r} "
-                                  "is an instance: configure it where it is built")
+            own = sorted(k for k in ("url", "cache_mode", "cache_path") if getattr(config, k) is not None)
+            if backend_kwargs or own:
+                raise ConfigError(f"{sorted(backend_kwargs or {}) + own} configure a backend the env builds; "
+                                  f"backend={backend.name!r} is an instance: configure it where it is built")
             self.backend, self._owns_backend = backend, False
             config = config.replace(backend=backend.name)
         else:
@@ -157,6 +158,7 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             "tools": self.toolbox.schemas,
             "system_prompt": self.system_prompt,
             "manifest_hash": self.manifest_hash,
+            "reward": self.config.reward,
             "version": __version__,
         }
         return self.task.question, info

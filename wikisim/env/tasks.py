@@ -80,7 +80,7 @@ class TaskSet(Sequence[Task]):
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         return self._tasks[i]
 
     def __iter__(self) -> Iterator[Task]:
@@ -219,7 +219,7 @@ def read_hotpotqa(path: str | Path) -> TaskSet:
     tasks = []
     for i, d in enumerate(_read_json_list(path)):
         titles = list(dict.fromkeys(t for t, _ in d.get("supporting_facts", [])))
-        extra = {k: d[k] for k in ("type", "level", "supporting_facts") if k in d}
+        extra: dict[str, Any] = {k: d[k] for k in ("type", "level", "supporting_facts") if k in d}
         extra["hops"] = len(titles)
         tasks.append(Task(str(d.get("_id", i)), d["question"], (d["answer"],),
                           tuple(title_to_url(t) for t in titles), extra))
@@ -254,7 +254,7 @@ def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
         raise TaskError(f"{path}: a {path.suffix} task file must be FRAMES (Prompt, Answer, wiki_links columns); "
                         f"its header is {header[:8]}")
     if path.suffix == ".jsonl":
-        first = next((d for _, d in _read_jsonl(path)), {})
+        first: dict[str, Any] = next((d for _, d in _read_jsonl(path)), {})
         if "Prompt" in first:
             return read_frames(path)
         return read_flashrag(path) if "golden_answers" in first and "answers" not in first else read_jsonl(path)

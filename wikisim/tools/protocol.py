@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from wikisim.errors import ToolCallError
 from wikisim.tools.arguments import check_arguments, short, type_name, usage
@@ -158,7 +158,8 @@ def format_help(tools: Mapping[str, Mapping[str, Any]]) -> str:
 def _blocks(text: str, tag: str) -> tuple[list[str], int | None]:
     """Bodies of every <tag>...</tag> in order, and the offset of an unclosed <tag> if any."""
     open_t, close_t = Tag(tag).open, Tag(tag).close
-    bodies, pos = [], 0
+    bodies: list[str] = []
+    pos = 0
     while (start := text.find(open_t, pos)) >= 0:
         end = text.find(close_t, start + len(open_t))
         if end < 0:
@@ -207,7 +208,7 @@ def _call_from_object(obj: Any, tools: Mapping[str, Mapping[str, Any]], where: s
         check_arguments(canonical, tools[canonical], arguments)
     except ToolCallError as e:
         return CallError(f"Error: {where}: {e}", canonical)
-    return ToolCall(canonical, dict(arguments))
+    return ToolCall(canonical, dict(cast(dict[str, Any], arguments)))  # check_arguments made sure it is an object
 
 
 def _parse_call(body: str, tools: Mapping[str, Mapping[str, Any]], where: str) -> ToolCall | CallError:

@@ -17,6 +17,8 @@ class Policy(Protocol):
     """
 
     name: str
-    chat: ChatFormat | None
+
+    @property
+    def chat(self) -> ChatFormat | None: ...
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]: ...

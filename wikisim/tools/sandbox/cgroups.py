@@ -33,7 +33,7 @@ class CallCgroup:
 @functools.cache
 def _parents() -> tuple[tuple[str, str, str, str | None], ...]:
     """(kind, parent dir, limit file, events file) for each controller this host lets us use."""
-    found = []
+    found: list[tuple[str, str, str, str | None]] = []
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wikisim.errors import BackendError
 from wikisim.tools.sandbox import cgroups
-from wikisim.tools.sandbox.config import SandboxConfig, SandboxResult
+from wikisim.tools.sandbox.config import KilledReason, SandboxConfig, SandboxResult
 
 CHILD_SOURCE = Path(__file__).with_name("child.py").read_text(encoding="utf-8")
 UID_BASE = 1_000_000_000  # + the child's pid: a uid no other process (nor other call) has
@@ -239,12 +239,12 @@ def _parse_report(data: bytes) -> tuple[dict | None, dict | None]:
 
 
 def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig,
-                 oom_kills: int) -> tuple[str | None, str | None]:
+                 oom_kills: int) -> tuple[KilledReason | None, str | None]:
     """(killed_reason, error text) for how the run ended."""
     if killed == "wall_clock_limit":
-        return killed, f"TimeoutError: the code ran past the wall-clock limit of {config.wall_seconds:g} s and was stopped."
+        return "wall_clock_limit", f"TimeoutError: the code ran past the wall-clock limit of {config.wall_seconds:g} s and was stopped."
     if killed == "output_limit":
-        return killed, f"OutputLimitError: the code wrote more than {config.drain_bytes} bytes of output and was stopped."
+        return "output_limit", f"OutputLimitError: the code wrote more than {config.drain_bytes} bytes of output and was stopped."
     if outcome is not None:
         error = outcome.get("error")
         return None, None if error is None else error.encode("utf-8", "replace").decode("utf-8")
