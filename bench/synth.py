@@ -216,7 +216,7 @@ def solvability(n: int, seed: int) -> dict[str, Any]:
     from wikisim.backends.wiki import WikiBackend
     from wikisim.index import open_index
     from wikisim.index.build import ensure_sample_index
-    from wikisim.synth.solvability import search_gives_away, solve_rates
+    from wikisim.synth.solvability import search_gives_away, solve_rates, usable_retriever
     from wikisim.synth.source import facts_from_store
 
     path = ensure_sample_index()
@@ -225,7 +225,10 @@ def solvability(n: int, seed: int) -> dict[str, Any]:
         db = facts_from_store(index.store, Path(tmp) / "facts.sqlite").db
         out = {}
         for label, giveaway in (
-            ("giveaways_dropped", search_gives_away(WikiBackend(index))),
+            (
+                "giveaways_dropped",
+                search_gives_away(WikiBackend(index, retriever=usable_retriever(index))),
+            ),
             ("all", None),
         ):
             run = generate(

@@ -84,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     index = open_index(args.index)
     from wikisim.backends.wiki import WikiBackend
-    from wikisim.synth.solvability import search_gives_away
+    from wikisim.synth.solvability import search_gives_away, usable_retriever
 
-    backend = WikiBackend(index)
+    retriever = usable_retriever(index)
+    backend = WikiBackend(index, retriever=retriever)
     path = args.facts or default_path(
         index.manifest_hash, args.expand_seeds, args.seed, args.expand_nodes
     )
@@ -131,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "manifest_hash": index.manifest_hash,
         "tree_only": args.tree_only,
+        "giveaway_retriever": None if args.keep_giveaways else retriever,
     }
     if built.expansion is not None:
         report["expansion"] = {

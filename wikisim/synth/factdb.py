@@ -47,6 +47,9 @@ CREATE INDEX attr_by_value ON attr(a, v);
 """
 MAX_LINKS = 200  # body links (or lead mentions) per page kept as walk edges
 MENTION_CHARS = 1500
+CACHE_KB = (
+    32_768  # SQLite's page cache per connection: the hot part of a large table stays in memory
+)
 HUB_MIN = 50  # an entity that is the object of more facts than this (or 0.5% of entities) is a hub
 
 
@@ -276,6 +279,7 @@ class FactDB:
 
     def _open(self) -> None:
         self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        self.db.execute(f"PRAGMA cache_size = -{CACHE_KB}")
         row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None or row[0] != SCHEMA_VERSION:
             raise ConfigError(
@@ -301,15 +305,15 @@ class FactDB:
         ).fetchone()
         return Ent(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5])) if row else None
 
-    def _out(self, n: int) -> tuple[tuple[str, int], ...]:
-        return tuple(
-            self.db.execute("SELECT r, o FROM rel WHERE s = ? ORDER BY r, o", (n,)).fetchall()
-        )
+    def _out(self, n: int) -> tuple[tuple[str, int, str], ...]:
+        """(relation, object, object's kind) of n's facts: one query serves the walk and the kinds."""
+        sql = "SELECT r.r, r.o, e.kind FROM rel r JOIN entity e ON e.id = r.o WHERE r.s = ? ORDER BY r.r, r.o"
+        return tuple(self.db.execute(sql, (n,)).fetchall())
 
-    def _inc(self, n: int) -> tuple[tuple[str, int], ...]:
-        return tuple(
-            self.db.execute("SELECT r, s FROM rel WHERE o = ? ORDER BY r, s", (n,)).fetchall()
-        )
+    def _inc(self, n: int) -> tuple[tuple[str, int, str], ...]:
+        """(relation, subject, subject's kind) of the facts whose object is n."""
+        sql = "SELECT r.r, r.s, e.kind FROM rel r JOIN entity e ON e.id = r.s WHERE r.o = ? ORDER BY r.r, r.s"
+        return tuple(self.db.execute(sql, (n,)).fetchall())
 
     def _attrs(self, n: int) -> dict[str, AttrVal]:
         rows = self.db.execute(
@@ -325,17 +329,19 @@ class FactDB:
     def start(self, i: int) -> int:
         return self.db.execute("SELECT n FROM start WHERE i = ?", (i + 1,)).fetchone()[0]
 
-    def objects(self, s: int, r: str) -> set[int]:
-        return {o for rr, o in self.out(s) if rr == r}
+    def objects(self, s: int, r: str, kind: str = "") -> set[int]:
+        """Objects of s's facts with relation r (of `kind`, if given)."""
+        return {o for rr, o, k in self.out(s) if rr == r and (not kind or k == kind)}
 
-    def subjects(self, r: str, o: int) -> set[int]:
-        return {s for rr, s in self.inc(o) if rr == r}
+    def subjects(self, r: str, o: int, kind: str = "") -> set[int]:
+        """Subjects of the facts (r, o) (of `kind`, if given)."""
+        return {s for rr, s, k in self.inc(o) if rr == r and (not kind or k == kind)}
 
     def relations(self, a: int, b: int) -> list[tuple[str, str]]:
         """Typed relations between a and b as (relation, "out" if a is the subject else "in")."""
         return sorted(
-            [(r, "out") for r, o in self.out(a) if o == b]
-            + [(r, "in") for r, s in self.inc(a) if s == b]
+            [(r, "out") for r, o, _ in self.out(a) if o == b]
+            + [(r, "in") for r, s, _ in self.inc(a) if s == b]
         )
 
     def fact(self, s: int, r: str, o: int) -> RelRow | None:
@@ -352,6 +358,11 @@ class FactDB:
                 "SELECT s FROM attr WHERE a = ? AND v BETWEEN ? AND ? ORDER BY s", (attr, lo, hi)
             )
         ]
+
+    def attr_count(self, attr: str, lo: float, hi: float, cap: int) -> int:
+        """How many entities have attr in [lo, hi], counting no further than cap."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM attr WHERE a = ? AND v BETWEEN ? AND ? LIMIT ?)"
+        return self.db.execute(sql, (attr, lo, hi, cap)).fetchone()[0]
 
     def by_title(self, title: str) -> Ent | None:
         row = self.db.execute(

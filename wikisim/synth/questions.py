@@ -12,7 +12,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wikisim.synth.constraints import Constraint, IsKind, Named, Path, to_dict
+from wikisim.synth.constraints import (
+    Constraint,
+    DateIn,
+    Described,
+    HasAttr,
+    IsKind,
+    Named,
+    NumberIn,
+    Path,
+    to_dict,
+)
 from wikisim.synth.english import question
 from wikisim.synth.factdb import FactDB
 from wikisim.synth.kinds import answer_noun
@@ -22,7 +32,7 @@ from wikisim.synth.solver import Solver
 from wikisim.synth.uncertainty import Fact, FactFinder
 
 MAX_FACTS = 5
-_CAP = 1000  # candidate counts above this are reported as the cap
+_CAP = 100  # candidate counts above this are reported as the cap
 
 
 @dataclass(frozen=True)
@@ -49,8 +59,24 @@ class Question:
 
 
 def alone(solver: Solver, kind: str, f: Fact) -> int:
-    """How many entities of `kind` the fact leaves by itself (capped)."""
+    """How many entities of `kind` the fact leaves by itself, capped: a fact whose attribute range
+    (or whose described anchor's range) holds more than the cap reports the cap without being
+    solved, so the count costs the same on any dump (the one approximation: such a fact is taken
+    to leave at least the cap)."""
     head = IsKind(kind)
+    c = f.constraint
+    pred = (
+        c.pred
+        if isinstance(c, HasAttr)
+        else c.end.pred
+        if isinstance(c, Path) and isinstance(c.end, Described)
+        else None
+    )
+    if (
+        isinstance(pred, DateIn | NumberIn)
+        and solver.db.attr_count(pred.attr, pred.lo, pred.hi, _CAP) >= _CAP
+    ):
+        return _CAP
     try:
         cands = solver.candidates([head, f.constraint])
     except ValueError:
@@ -80,6 +106,13 @@ def choose_facts(
     solver: Solver, kind: str, x: int, facts: list[Fact], focus: str
 ) -> tuple[list[Fact] | None, str]:
     """A small set of facts that only x satisfies (with its kind), or (None, drop reason)."""
+    seen: dict[int, set[int]] = {}
+
+    def touched_by(f: Fact) -> set[int]:
+        if id(f) not in seen:
+            seen[id(f)] = touched(f, x)
+        return seen[id(f)]
+
     head = IsKind(kind)
     seed = next((f for f in facts if solver.generator(f.constraint) is not None), None)
     if seed is None:
@@ -88,18 +121,18 @@ def choose_facts(
     if x not in pool:
         return None, "inconsistent_fact"
     chosen = [seed]
-    used = touched(seed, x)
+    used = touched_by(seed)
     for f in facts:
         if len(pool) == 1 or len(chosen) == MAX_FACTS:
             break
-        if f is seed or touched(f, x) & used:  # each anchor once: no "born in X ... not born in X"
+        if f is seed or touched_by(f) & used:  # each anchor once: no "born in X ... not born in X"
             continue
         narrowed = solver.narrow(f.constraint, pool)
         if x not in narrowed:
             return None, "inconsistent_fact"
         if len(narrowed) < len(pool):
             chosen.append(f)
-            used |= touched(f, x)
+            used |= touched_by(f)
             pool = narrowed
     if pool != {x}:
         return None, "not_unique"
@@ -113,8 +146,8 @@ def choose_facts(
             and solver.solve([head, *(g.constraint for g in trial)]) == {x}
         ):
             chosen = trial
-    used = set().union(*(touched(g, x) for g in chosen))
-    unused = [f for f in facts if f not in chosen and not touched(f, x) & used]
+    used = set().union(*(touched_by(g) for g in chosen))
+    unused = [f for f in facts if f not in chosen and not touched_by(f) & used]
     while len(chosen) < 2 and unused:
         chosen.append(unused.pop(0))
     if len(chosen) < 2:

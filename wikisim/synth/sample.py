@@ -133,7 +133,7 @@ class Sampler:
                 closing = [
                     m
                     for m in nbrs[:MAX_SCAN]
-                    if m not in seen and sum(v in seen for v in self.db.adj(m)) > 1
+                    if m not in seen and len(seen.intersection(self.db.adj(m))) > 1
                 ]
                 if closing:  # a neighbour tied to two visited nodes closes a cycle
                     nxt = closing[rng.randrange(len(closing))]

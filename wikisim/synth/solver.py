@@ -80,23 +80,20 @@ class Solver:
         }
         return self._remember(t, found)
 
-    def _back(self, frontier: set[int] | frozenset[int], step: Step) -> set[int]:
-        """Entities from which `step` reaches a member of frontier."""
+    def _back(self, frontier: set[int] | frozenset[int], step: Step, kind: str = "") -> set[int]:
+        """Entities (of `kind`, if given) from which `step` reaches a member of frontier."""
         out: set[int] = set()
         for f in frontier:
             if step.direction == "out":
-                out |= self.db.subjects(step.relation, f)
+                out |= self.db.subjects(step.relation, f, kind)
             else:
-                out |= self.db.objects(f, step.relation)
+                out |= self.db.objects(f, step.relation, kind)
         return out
 
     def _forward(self, n: int, step: Step) -> set[int]:
-        nxt = (
-            self.db.objects(n, step.relation)
-            if step.direction == "out"
-            else self.db.subjects(step.relation, n)
-        )
-        return {m for m in nxt if self._kind_ok(m, step.kind)}
+        if step.direction == "out":
+            return self.db.objects(n, step.relation, step.kind)
+        return self.db.subjects(step.relation, n, step.kind)
 
     def path_set(self, p: Path) -> frozenset[int]:
         """Every entity that reaches p's end through p's steps (walked backwards from the end)."""
@@ -104,9 +101,7 @@ class Solver:
             return self._memo[p]
         cur: set[int] = set(self.target_set(p.end))
         for i in range(len(p.steps) - 1, -1, -1):
-            cur = self._back(cur, p.steps[i])
-            if i > 0:
-                cur = {n for n in cur if self._kind_ok(n, p.steps[i - 1].kind)}
+            cur = self._back(cur, p.steps[i], p.steps[i - 1].kind if i > 0 else "")
         return self._remember(p, cur)
 
     def path_holds(self, p: Path, n: int) -> bool:

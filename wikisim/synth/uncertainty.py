@@ -141,16 +141,8 @@ class FactFinder:
 
     def neighbours(self, n: int, prefer: set[int]) -> list[tuple[Step, int, Edge]]:
         """Typed facts of n as (step from n, the other entity, the fact), subgraph members first."""
-        out = [
-            (Step(r, "out", self.db.entity(o).kind), o, (n, r, o))
-            for r, o in self.db.out(n)
-            if r in RELATIONS
-        ]
-        out += [
-            (Step(r, "in", self.db.entity(s).kind), s, (s, r, n))
-            for r, s in self.db.inc(n)
-            if r in RELATIONS
-        ]
+        out = [(Step(r, "out", k), o, (n, r, o)) for r, o, k in self.db.out(n) if r in RELATIONS]
+        out += [(Step(r, "in", k), s, (s, r, n)) for r, s, k in self.db.inc(n) if r in RELATIONS]
         out = [t for t in out if t[1] != n]
         self.rng.shuffle(out)
         out.sort(key=lambda t: t[1] not in prefer)
