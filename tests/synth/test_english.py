@@ -116,3 +116,17 @@ def test_artifact_scan_catches_what_a_reader_would():
     assert "field name with digits" in artifacts("its established date2 falls in the 1900s")
     assert "underscore" in artifacts("its birth_place is X")
     assert artifacts("Walla Walla is a city.", ("Walla Walla",)) == []
+    assert "punctuation" in artifacts("Is it Rome..") and "punctuation" not in artifacts(
+        "Is it in Washington, D.C.?"
+    )
+
+
+def test_names_keep_their_punctuation():
+    film = Path((Step("director", "in", "work"),), Named(8, "Any Body...Any Way"))
+    text = question(
+        "person",
+        "person",
+        [IsKind("person"), film, Path((BORN,), Named(9, "Washington, D.C."))],
+        RNG,
+    )
+    assert "Any Body...Any Way" in text and "D.C.." not in text

@@ -531,7 +531,8 @@ def question(noun: str, answer_kind: str, constraints: list[Constraint], rng: ra
     ask = "Who is it?" if answer_kind == PERSON else "What is its name?"
     frames.append(f"This {noun} {first}. {tail} {ask}")
     text = frames[rng.randrange(len(frames))]
-    text = re.sub(r"\.([.?])", r"\1", re.sub(r"\s+", " ", text).strip())
+    # a name ending in an abbreviation ("Washington, D.C.") ends its sentence with one full stop
+    text = re.sub(r"(?<=[A-Z])\.\.(?!\.)", ".", re.sub(r"\s+", " ", text).strip())
     return text[0].upper() + text[1:]
 
 
@@ -550,7 +551,7 @@ _ARTIFACTS = (
             r"\b(?:article|links? to|linked|Wikipedia|web ?page|infobox|category)\b", re.IGNORECASE
         ),
     ),
-    ("punctuation", re.compile(r"\.\.|\s[,.?]|,,|\?\?|\.\?|\s{2}")),
+    ("punctuation", re.compile(r"(?<!\.)\.\.(?!\.)|\s[,.?]|,,|\?\?|(?<![A-Z])\.\?|\s{2}")),
     (
         "lower-case sentence",
         re.compile(r"(?<![A-Z])[.?!] [a-z]"),
