@@ -16,16 +16,24 @@ from pathlib import Path
 from agent.train.config import GRPOConfig, SFTConfig
 from wikisim.flags import add_config_arguments, config_from_args
 
-SHORT_SYSTEM_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
+SHORT_SYSTEM_PROMPT = (
+    "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="stage", required=True)
-    for name, cls, text in (("sft", SFTConfig, "rejection-sampled SFT"), ("grpo", GRPOConfig, "on-policy GRPO")):
+    for name, cls, text in (
+        ("sft", SFTConfig, "rejection-sampled SFT"),
+        ("grpo", GRPOConfig, "on-policy GRPO"),
+    ):
         p = sub.add_parser(name, help=text, description=f"{text}; every setting is also a YAML key")
         add_config_arguments(p, cls)
-        p.add_argument("--system-prompt", default=None,
-                       help="replace the env's system prompt ('short' for a one-line prompt, for tiny models)")
+        p.add_argument(
+            "--system-prompt",
+            default=None,
+            help="replace the env's system prompt ('short' for a one-line prompt, for tiny models)",
+        )
 
 
 def _runner(cfg, tasks, system_prompt: str | None, slots: int):
@@ -33,29 +41,53 @@ def _runner(cfg, tasks, system_prompt: str | None, slots: int):
     from agent.train.episodes import EnvRunner
 
     prompt = SHORT_SYSTEM_PROMPT if system_prompt == "short" else system_prompt
-    return EnvRunner(tasks, index=cfg.index or None, retriever=cfg.retriever, max_turns=cfg.max_turns,
-                     max_new_tokens=cfg.max_new_tokens, slots=slots, system_prompt=prompt, batch_size=slots)
+    from agent.train.data import resolve_index
+
+    return EnvRunner(
+        tasks,
+        index=resolve_index(cfg.index),
+        retriever=cfg.retriever,
+        max_turns=cfg.max_turns,
+        max_new_tokens=cfg.max_new_tokens,
+        max_context_tokens=cfg.max_context_tokens,
+        slots=slots,
+        system_prompt=prompt,
+        batch_size=slots,
+        search_k=cfg.search_k,
+        visit_tokens=cfg.visit_tokens,
+        prompt=cfg.prompt,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from agent.train.data import load_task_spec
     from wikisim.env.tasks import TaskSet, load_tasks
 
     if args.stage == "sft":
         cfg = config_from_args(SFTConfig, args)
-        return _sft(cfg, load_tasks(cfg.tasks or None), args.system_prompt)
+        return _sft(
+            cfg, load_task_spec(cfg.tasks) if cfg.tasks else load_tasks(None), args.system_prompt
+        )
     cfg = config_from_args(GRPOConfig, args)
-    train = load_tasks(cfg.tasks or None)
-    dev = load_tasks(cfg.dev_tasks) if cfg.dev_tasks else None
+    train = load_task_spec(cfg.tasks) if cfg.tasks else load_tasks(None)
+    dev = load_task_spec(cfg.dev_tasks) if cfg.dev_tasks else None
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
     from agent.train.episodes import task_tags
     from agent.train.grpo import train_grpo
     from agent.train.loop import load_model
 
     tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
-    runner = _runner(cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size))
+    runner = _runner(
+        cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size)
+    )
     sampler = runner.sampler(tokenizer, cfg.generation_server, cfg.server_model)
-    res = train_grpo(cfg, train.ids(), sampler, dev_ids=dev.ids() if dev else (),
-                     tags={t.id: task_tags(t) for t in train})
+    res = train_grpo(
+        cfg,
+        train.ids(),
+        sampler,
+        dev_ids=dev.ids() if dev else (),
+        tags={t.id: task_tags(t) for t in train},
+    )
     last = res.history[-1] if res.history else {}
     print(json.dumps({"final": res.final_dir, "steps": res.steps, "reward": last.get("reward")}))
     return 0
@@ -75,18 +107,38 @@ def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
 
         tokenizer, _ = load_model(cfg)
         chat = ChatFormat(tokenizer)
-        if cfg.teacher in SCRIPTED:
-            teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)
+        if cfg.teacher == "research":
+            from agent.train.teachers import ResearchTeacher
+
+            teacher = ResearchTeacher(tasks, chat, max_turns=cfg.max_turns)
+        elif cfg.teacher in SCRIPTED:
+            teacher = (
+                OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)
+            )
         else:
             teacher = make_policy(cfg.teacher, temperature=1.0)
         runner = _runner(cfg, tasks, system_prompt, min(64, len(tasks)))
-        kept, report = rejection_sample(runner.teacher(teacher, chat, cfg.seed), tasks.ids(), cfg.samples_per_question)
+        kept, report = rejection_sample(
+            runner.teacher(teacher, chat, cfg.seed), tasks.ids(), cfg.samples_per_question
+        )
         out = Path(cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         write_trajectories(out / "sft_data.jsonl", kept)
-        (out / "rejection_report.json").write_text(json.dumps(report.as_dict(), indent=1, sort_keys=True))
-        print(f"rejection sampling: kept {report.kept_total} of {report.tried_total} "
-              f"({sum(1 for v in report.kept.values() if v)}/{len(report.kept)} questions with any)")
+        (out / "rejection_report.json").write_text(
+            json.dumps(report.as_dict(), indent=1, sort_keys=True)
+        )
+        print(
+            f"rejection sampling: kept {report.kept_total} of {report.tried_total} "
+            f"({sum(1 for v in report.kept.values() if v)}/{len(report.kept)} questions with any)"
+        )
     res = train_sft(cfg, kept)
-    print(json.dumps({"final": res.final_dir, "steps": res.steps, "last_loss": res.losses[-1] if res.losses else None}))
+    print(
+        json.dumps(
+            {
+                "final": res.final_dir,
+                "steps": res.steps,
+                "last_loss": res.losses[-1] if res.losses else None,
+            }
+        )
+    )
     return 0

@@ -84,7 +84,9 @@ def smollm2_dir() -> Path:
 
     gguf = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -104,13 +106,77 @@ def load_smollm2():
     return load_local(smollm2_dir())
 
 
+ADAPTER_CONFIG = "adapter_config.json"
+#: How a saved adapter names the bundled model as its base (its cache path differs per machine).
+SMOLLM2_BASE = "smollm2"
+
+
+def is_adapter(path: str | Path) -> bool:
+    return (Path(path) / ADAPTER_CONFIG).is_file()
+
+
+def adapter_base(path: str | Path) -> Path:
+    """The base model folder of a saved LoRA adapter (the bundled SmolLM2 when it names `smollm2`)."""
+    import json
+
+    base = (
+        json.loads((Path(path) / ADAPTER_CONFIG).read_text(encoding="utf-8")).get(
+            "base_model_name_or_path"
+        )
+        or ""
+    )
+    if base == SMOLLM2_BASE:
+        return smollm2_dir()
+    if not (Path(base) / "config.json").is_file():
+        raise ConfigError(
+            f"adapter {path} names base model {base!r}, which is not a local model folder"
+        )
+    return Path(base)
+
+
+def save_adapter(model, out: Path) -> Path:
+    """A peft model's adapter alone, in fp16 (a few MB), naming the bundled SmolLM2 portably.
+
+    Written through a temporary folder so that a reader never sees half an adapter.
+    """
+    import json
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, save_embedding_layers=False)
+    weights = tmp / "adapter_model.safetensors"
+    save_file({k: v.to(torch.float16).contiguous() for k, v in load_file(weights).items()}, weights)
+    config = json.loads((tmp / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    if Path(config.get("base_model_name_or_path") or "").name == SMOLLM2_DIRNAME:
+        config["base_model_name_or_path"] = SMOLLM2_BASE
+    (tmp / ADAPTER_CONFIG).write_text(
+        json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
 def load_local(path: str | Path):
-    """(tokenizer, model) from a local transformers folder; never touches a hub."""
+    """(tokenizer, model) from a local transformers folder, or a LoRA adapter folder (merged into its
+    base); never touches a hub."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(path)
+    if is_adapter(path):
+        from peft import PeftModel
+
+        tokenizer, base = load_local(adapter_base(path))
+        model = PeftModel.from_pretrained(base, str(path)).merge_and_unload()
+        model.eval()
+        return tokenizer, model
     if not (path / "config.json").is_file():
-        raise ConfigError(f"{path} is not a transformers model folder (no config.json); pass a saved model directory")
+        raise ConfigError(
+            f"{path} is not a transformers model folder (no config.json); pass a saved model directory"
+        )
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
     model.eval()

@@ -36,10 +36,16 @@ def task_tags(task: Task) -> dict[str, str]:
     """Curriculum tags of a task: its uncertainty kinds and its structure (synth records), else hops."""
     ex = task.extra
     unc = ex.get("uncertainty")
-    tags = {"uncertainty": "+".join(sorted(map(str, unc))) or "none" if isinstance(unc, list) else "none"}
+    tags = {
+        "uncertainty": "+".join(sorted(map(str, unc))) or "none"
+        if isinstance(unc, list)
+        else "none"
+    }
     sub = ex.get("subgraph")
     if isinstance(sub, dict):
-        tags["structure"] = f"{len(sub.get('nodes', []))}n-{'cyclic' if sub.get('cyclic') else 'acyclic'}"
+        tags["structure"] = (
+            f"{len(sub.get('nodes', []))}n-{'cyclic' if sub.get('cyclic') else 'acyclic'}"
+        )
     else:
         tags["structure"] = f"{ex.get('hops', '?')}hop"
     return tags
@@ -60,23 +66,44 @@ class EnvRunner:
         slots: int = 64,
         system_prompt: str | None = None,
         batch_size: int = 64,
+        search_k: int = 10,
+        visit_tokens: int = 1500,
+        prompt: str = "full",
     ) -> None:
         from agent.rollout.episodes import make_envs
 
         self.tasks = tasks
-        envs = make_envs(slots, index=index or None, tasks=tasks, max_turns=max_turns, retriever=retriever, python=False)
+        envs = make_envs(
+            slots,
+            index=index or None,
+            tasks=tasks,
+            max_turns=max_turns,
+            retriever=retriever,
+            python=False,
+            search_k=search_k,
+            visit_tokens=visit_tokens,
+            prompt=prompt,
+        )
         self.envs = [SystemPrompt(e, system_prompt) for e in envs] if system_prompt else envs
-        self.budget = Budget(max_turns=max_turns, max_context_tokens=max_context_tokens, max_new_tokens=max_new_tokens)
+        self.budget = Budget(
+            max_turns=max_turns,
+            max_context_tokens=max_context_tokens,
+            max_new_tokens=max_new_tokens,
+        )
         self.batch_size = batch_size
 
     def run(self, policy: Any, task_ids: Sequence[str], n: int, seed: int) -> list[Trajectory]:
         """`n` episodes per task id (contiguous), each with its own seed derived from `seed`."""
         from agent.rollout.episodes import Job, rollout
 
-        jobs = [Job(tid, seed * 100_000 + i * n + j) for i, tid in enumerate(task_ids) for j in range(n)]
+        jobs = [
+            Job(tid, seed * 100_000 + i * n + j) for i, tid in enumerate(task_ids) for j in range(n)
+        ]
         return rollout(self.envs, policy, jobs, budget=self.budget)
 
-    def sampler(self, tokenizer: Any, server: str = "", server_model: str = "policy") -> Callable[..., list[Trajectory]]:
+    def sampler(
+        self, tokenizer: Any, server: str = "", server_model: str = "policy"
+    ) -> Callable[..., list[Trajectory]]:
         """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env.
 
         With `server` (a base URL up to /v1) the turns come from that server instead, token-in
@@ -87,16 +114,31 @@ class EnvRunner:
 
         chat = ChatFormat(tokenizer)
 
-        def sample(model: Any, task_ids: Sequence[str], n: int, seed: int, temperature: float) -> list[Trajectory]:
+        def sample(
+            model: Any, task_ids: Sequence[str], n: int, seed: int, temperature: float
+        ) -> list[Trajectory]:
             if server:
-                remote = OpenAIPolicy(OpenAIConfig(base_url=server, model=server_model, temperature=temperature,
-                                                   concurrency=self.batch_size, token_in=True), name="grpo", chat=chat)
+                remote = OpenAIPolicy(
+                    OpenAIConfig(
+                        base_url=server,
+                        model=server_model,
+                        temperature=temperature,
+                        concurrency=self.batch_size,
+                        token_in=True,
+                    ),
+                    name="grpo",
+                    chat=chat,
+                )
                 try:
                     return self.run(remote, task_ids, n, seed)
                 finally:
                     remote.close()
-            policy = TransformersPolicy(tokenizer, model, name="grpo",
-                                        sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size))
+            policy = TransformersPolicy(
+                tokenizer,
+                model,
+                name="grpo",
+                sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size),
+            )
             try:
                 return self.run(policy, task_ids, n, seed)
             finally:
@@ -104,7 +146,9 @@ class EnvRunner:
 
         return sample
 
-    def teacher(self, policy: Any, student_chat: ChatFormat, seed: int = 0) -> Callable[[Sequence[str], int], list[Trajectory]]:
+    def teacher(
+        self, policy: Any, student_chat: ChatFormat, seed: int = 0
+    ) -> Callable[[Sequence[str], int], list[Trajectory]]:
         """`play(task_ids, attempt)` for `agent.train.sft.rejection_sample`, ids in the student's tokenizer."""
 
         def play(task_ids: Sequence[str], attempt: int) -> list[Trajectory]:
@@ -119,15 +163,31 @@ def retokenize(t: Trajectory, chat: ChatFormat, budget: Budget) -> Trajectory:
     """A teacher's trajectory in another tokenizer: replay its text turns through `Episode` (SFT only;
     RL never re-tokenises, its ids are the sampled ones)."""
     if len(t.prompt_messages) != 2:
-        raise ConfigError(f"trajectory {t.task_id} has no prompt messages to re-tokenise; record it with agent.rollout.episodes")
+        raise ConfigError(
+            f"trajectory {t.task_id} has no prompt messages to re-tokenise; record it with agent.rollout.episodes"
+        )
     system, user = t.prompt_messages
-    ep = Episode(task_id=t.task_id, question=user["content"], system_prompt=system["content"], seed=t.seed,
-                 budget=Budget(max_turns=max(budget.max_turns, len(t.turns)), max_context_tokens=1 << 30,
-                               max_new_tokens=budget.max_new_tokens), chat=chat)
+    ep = Episode(
+        task_id=t.task_id,
+        question=user["content"],
+        system_prompt=system["content"],
+        seed=t.seed,
+        budget=Budget(
+            max_turns=max(budget.max_turns, len(t.turns)),
+            max_context_tokens=1 << 30,
+            max_new_tokens=budget.max_new_tokens,
+        ),
+        chat=chat,
+    )
     for i, turn in enumerate(t.turns):
         ep.add_generation(Generation(text=turn.text))
         if i < len(t.turns) - 1:
             ep.add_observation(turn.observation)
     ep.finish(terminated=t.terminated, truncated=t.truncated)
-    return ep.trajectory(policy=t.policy, reward=t.reward, manifest_hash=t.manifest_hash, answer=t.answer,
-                         metrics=t.metrics)
+    return ep.trajectory(
+        policy=t.policy,
+        reward=t.reward,
+        manifest_hash=t.manifest_hash,
+        answer=t.answer,
+        metrics=t.metrics,
+    )

@@ -24,8 +24,15 @@ from wikisim.errors import ConfigError
 
 def load_model(cfg: TrainConfig, init: str = ""):
     """(tokenizer, model) for training: `init` (a saved folder) wins over `cfg.model`."""
-    from agent.rollout.models import load_local, load_smollm2, tiny_model
+    from agent.rollout.models import adapter_base, is_adapter, load_local, load_smollm2, tiny_model
 
+    if (
+        init and cfg.lora_rank and is_adapter(init)
+    ):  # go on training the same adapter (e.g. SFT's, in GRPO)
+        from peft import PeftModel
+
+        tokenizer, base = load_local(adapter_base(init))
+        return tokenizer, PeftModel.from_pretrained(base, str(init), is_trainable=True)
     if init:
         tokenizer, model = load_local(init)
     elif cfg.model == "tiny":
@@ -37,7 +44,10 @@ def load_model(cfg: TrainConfig, init: str = ""):
     if cfg.lora_rank:
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules="all-linear"))
+        model = get_peft_model(
+            model,
+            LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules="all-linear"),
+        )
     return tokenizer, model
 
 
@@ -47,7 +57,11 @@ def make_accelerator(cfg: TrainConfig):
 
     precision = cfg.mixed_precision
     if precision == "auto":
-        precision = "bf16" if (not cfg.cpu and torch.cuda.is_available() and torch.cuda.is_bf16_supported()) else "no"
+        precision = (
+            "bf16"
+            if (not cfg.cpu and torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+            else "no"
+        )
     accelerator = Accelerator(cpu=cfg.cpu, mixed_precision=precision)
     set_seed(cfg.seed)
     return accelerator
@@ -62,7 +76,11 @@ def lr_lambda(cfg: TrainConfig, total_steps: int):
         if cfg.lr_schedule == "constant":
             return 1.0
         progress = min(1.0, (step - cfg.warmup_steps) / max(1, total_steps - cfg.warmup_steps))
-        return 1.0 - progress if cfg.lr_schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+        return (
+            1.0 - progress
+            if cfg.lr_schedule == "linear"
+            else 0.5 * (1.0 + math.cos(math.pi * progress))
+        )
 
     return f
 
@@ -83,7 +101,12 @@ class Batch:
     old_logprobs: torch.Tensor  # (B, L-1) the sampler's log-probs (0 off the mask)
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.loss_mask, self.old_logprobs)))
+        return Batch(
+            *(
+                t.to(device)
+                for t in (self.input_ids, self.attention_mask, self.loss_mask, self.old_logprobs)
+            )
+        )
 
 
 def collate(trajectories: Sequence[Trajectory], pad_id: int) -> Batch:
@@ -91,7 +114,9 @@ def collate(trajectories: Sequence[Trajectory], pad_id: int) -> Batch:
     seqs = [t.token_ids() for t in trajectories]
     length = max(len(s) for s in seqs)
     if length < 2:
-        raise ConfigError("trajectories need at least 2 tokens to score a next token; got an empty episode")
+        raise ConfigError(
+            "trajectories need at least 2 tokens to score a next token; got an empty episode"
+        )
     ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
     att = torch.zeros((len(seqs), length), dtype=torch.long)
     mask = torch.zeros((len(seqs), length), dtype=torch.float32)
@@ -137,14 +162,20 @@ class RunDir:
         self._tb = _tensorboard(self.root / "tb") if self.main else None
 
     def latest_checkpoint(self) -> Path | None:
-        ckpts = [p for p in (self.root / "checkpoints").glob("step-*") if (p / "trainer_state.json").is_file()]
+        ckpts = [
+            p
+            for p in (self.root / "checkpoints").glob("step-*")
+            if (p / "trainer_state.json").is_file()
+        ]
         return max(ckpts, key=lambda p: int(p.name.split("-")[1])) if ckpts else None
 
     def save(self, step: int, state: dict[str, Any]) -> Path:
         path = self.root / "checkpoints" / f"step-{step}"
         self.accelerator.save_state(str(path))
         if self.main:
-            (path / "trainer_state.json").write_text(json.dumps({"step": step, **state}, sort_keys=True))
+            (path / "trainer_state.json").write_text(
+                json.dumps({"step": step, **state}, sort_keys=True)
+            )
         self.accelerator.wait_for_everyone()
         return path
 
@@ -160,7 +191,11 @@ class RunDir:
         state = json.loads((path / "trainer_state.json").read_text())
         step = int(state.pop("step"))
         if self.main and self.metrics_path.exists():
-            kept = [line for line in self.metrics_path.read_text().splitlines() if json.loads(line)["step"] <= step]
+            kept = [
+                line
+                for line in self.metrics_path.read_text().splitlines()
+                if json.loads(line)["step"] <= step
+            ]
             self.metrics_path.write_text("".join(line + "\n" for line in kept))
         self.accelerator.wait_for_everyone()
         return step, state
@@ -176,11 +211,17 @@ class RunDir:
                     self._tb.add_scalar(k, v, record["step"])
 
     def save_final(self, model: torch.nn.Module, tokenizer) -> Path:
-        """A plain transformers folder (LoRA merged) that the policies can load."""
+        """A plain transformers folder (LoRA merged) that the policies can load; with LoRA, also
+        `adapter/`, the adapter alone (a few MB, loadable by the policies too)."""
         out = self.root / "final"
         self.accelerator.wait_for_everyone()
         if self.main:
             save_plain(plain_model(self.accelerator, model), tokenizer, out)
+            unwrapped = self.accelerator.unwrap_model(model)
+            if hasattr(unwrapped, "peft_config"):
+                from agent.rollout.models import save_adapter
+
+                save_adapter(unwrapped, self.root / "adapter")
         self.accelerator.wait_for_everyone()
         return out
 
@@ -216,7 +257,11 @@ def _tensorboard(path: Path):
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+    return (
+        [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+        if p.exists()
+        else []
+    )
 
 
 def plot_curves(metrics_path: str | Path, png: str | Path, keys: Sequence[str]) -> Path | None:
@@ -238,7 +283,7 @@ def plot_curves(metrics_path: str | Path, png: str | Path, keys: Sequence[str]) 
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 30 else None)
         ax.set_title(k)
         ax.set_xlabel("step")
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     fig.tight_layout()
     fig.savefig(png, dpi=100)

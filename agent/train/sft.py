@@ -27,12 +27,21 @@ from agent.train.loop import (
     plot_curves,
 )
 from agent.train.losses import masked_nll, token_logprobs
+from agent.train.teachers import read_not_guessed
 from wikisim.errors import ConfigError
 
 
 def well_formed_correct(t: Trajectory, min_reward: float = 1.0) -> bool:
     """Ended by an answer (not cut by a budget) and scored at least `min_reward`."""
     return t.terminated and not t.truncated and t.answer is not None and t.reward >= min_reward
+
+
+def answer_observed(t: Trajectory) -> bool:
+    """The answer was written in an observation before the answer turn, and before the policy's own
+    turns named it (read, not guessed or known; see `agent.train.teachers.read_not_guessed`)."""
+    return t.answer is not None and read_not_guessed(
+        t.answer, [(u.text, u.observation) for u in t.turns[:-1]]
+    )
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,13 @@ def rejection_sample(
     task_ids: Sequence[str],
     k: int,
     min_reward: float = 1.0,
+    *,
+    grounded: bool = True,
 ) -> tuple[list[Trajectory], RejectionReport]:
     """Let a teacher play each question `k` times and keep the distinct correct, well-formed episodes.
+
+    With `grounded` (the default) an episode is kept only if its answer appeared in an
+    observation before the answer turn, so the student learns to read answers, not to recall them.
 
     Args:
         play: `play(task_ids, attempt)` runs one episode per task id with the episode seed
@@ -83,7 +97,11 @@ def rejection_sample(
         for t in play(task_ids, attempt):
             tried[t.task_id] += 1
             key = tuple(t.token_ids())
-            if well_formed_correct(t, min_reward) and key not in seen:
+            if (
+                well_formed_correct(t, min_reward)
+                and (not grounded or answer_observed(t))
+                and key not in seen
+            ):
                 seen.add(key)
                 kept.append(t)
                 n_kept[t.task_id] += 1
@@ -93,7 +111,9 @@ def rejection_sample(
 def _step_indices(cfg: SFTConfig, n: int, step: int, steps_per_epoch: int) -> list[int]:
     """The data order depends only on (seed, epoch): a resumed run sees the same batches."""
     epoch, i = divmod(step, steps_per_epoch)
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)).tolist()
+    perm = torch.randperm(
+        n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+    ).tolist()
     return perm[i * cfg.batch_size : (i + 1) * cfg.batch_size]
 
 
@@ -115,14 +135,18 @@ class SFTResult:
     steps: int
 
 
-def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after: int | None = None) -> SFTResult:
+def train_sft(
+    cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after: int | None = None
+) -> SFTResult:
     """Fit the model to `trajectories` (token ids as recorded), resuming from `cfg.output_dir`.
 
     `stop_after` ends the call after that many optimizer steps (a checkpoint is written),
     which is how tests interrupt and resume a run.
     """
     if not trajectories:
-        raise ConfigError("no trajectories to train on: rejection sampling kept none; raise samples_per_question or check the teacher")
+        raise ConfigError(
+            "no trajectories to train on: rejection sampling kept none; raise samples_per_question or check the teacher"
+        )
     accelerator = make_accelerator(cfg)
     tokenizer, model = load_model(cfg)
     model.train()
@@ -140,14 +164,21 @@ def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after:
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     losses: list[float] = []
     for step in range(start, total):
-        idx = _shard(_step_indices(cfg, len(trajectories), step, steps_per_epoch),
-                     accelerator.process_index, accelerator.num_processes)
+        idx = _shard(
+            _step_indices(cfg, len(trajectories), step, steps_per_epoch),
+            accelerator.process_index,
+            accelerator.num_processes,
+        )
         batch = collate([trajectories[i] for i in idx], pad).to(accelerator.device)
         n_tokens = global_sum(accelerator, batch.loss_mask.sum().item())
         local_loss = 0.0
         for mb in micro_batches(len(idx), cfg.micro_batch_size):
-            logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
-            loss = masked_nll(token_logprobs(logits, batch.input_ids[mb]), batch.loss_mask[mb], n_tokens)
+            logits = model(
+                input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
+            ).logits
+            loss = masked_nll(
+                token_logprobs(logits, batch.input_ids[mb]), batch.loss_mask[mb], n_tokens
+            )
             # DDP averages gradients over processes; scale back to a sum over the global batch
             accelerator.backward(loss * accelerator.num_processes)
             local_loss += loss.item()
@@ -158,12 +189,25 @@ def train_sft(cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after:
         step_loss = global_sum(accelerator, local_loss)
         losses.append(step_loss)
         recent = (recent + [step_loss])[-5:]
-        run.log({"step": step + 1, "epoch": step // steps_per_epoch, "loss": step_loss, "grad_norm": float(norm),
-                 "lr": scheduler.get_last_lr()[0], "tokens": n_tokens})
+        run.log(
+            {
+                "step": step + 1,
+                "epoch": step // steps_per_epoch,
+                "loss": step_loss,
+                "grad_norm": float(norm),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": n_tokens,
+            }
+        )
         done = step + 1
         converged = _converged(cfg, recent)
         interrupted = bool(stop_after) and len(losses) >= (stop_after or 0)
-        if (cfg.save_every and done % cfg.save_every == 0) or done == total or interrupted or converged:
+        if (
+            (cfg.save_every and done % cfg.save_every == 0)
+            or done == total
+            or interrupted
+            or converged
+        ):
             run.save(done, {"recent_losses": recent})
         if converged:
             break

@@ -15,20 +15,43 @@ from agent.train.losses import masked_nll, token_logprobs
 from agent.train.sft import rejection_sample, train_sft, well_formed_correct
 
 
-def make_traj(tok, qid: str, answer: str, *, reward: float = 1.0, truncated: bool = False, seed: int = 0) -> Trajectory:
+def make_traj(
+    tok, qid: str, answer: str, *, reward: float = 1.0, truncated: bool = False, seed: int = 0
+) -> Trajectory:
     """A two-turn episode tokenised by the tiny tokenizer: search, observation, answer."""
     enc = lambda s: tuple(tok(s, add_special_tokens=False)["input_ids"])  # noqa: E731
     prompt = enc(f"<|im_start|>user\nWhat is {qid}?<|im_end|>\n<|im_start|>assistant\n")
-    call = enc('<tool_call>\n{"name": "search", "arguments": {"query": ["' + qid + '"]}}\n</tool_call>')
-    obs = enc(f"<|im_end|>\n<|im_start|>user\n<tool_response>\n{qid} is {answer}.\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    call = enc(
+        '<tool_call>\n{"name": "search", "arguments": {"query": ["' + qid + '"]}}\n</tool_call>'
+    )
+    obs = enc(
+        f"<|im_end|>\n<|im_start|>user\n<tool_response>\n{qid} is {answer}.\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
     ans = enc(f"<answer>{answer}</answer>")
     turns = (
-        Turn(text="call", ids=call, logprobs=(0.0,) * len(call), observation="obs", observation_ids=obs, tool_calls=("search",)),
+        Turn(
+            text="call",
+            ids=call,
+            logprobs=(0.0,) * len(call),
+            observation=f"{qid} is {answer}.",
+            observation_ids=obs,
+            tool_calls=("search",),
+        ),
         Turn(text="answer", ids=ans, logprobs=(0.0,) * len(ans)),
     )
-    return Trajectory(task_id=qid, seed=seed, policy="test", prompt_ids=prompt, turns=turns,
-                      answer=None if truncated else answer, reward=reward, terminated=not truncated,
-                      truncated=truncated, manifest_hash="h", version="0")
+    return Trajectory(
+        task_id=qid,
+        seed=seed,
+        policy="test",
+        prompt_ids=prompt,
+        turns=turns,
+        answer=None if truncated else answer,
+        reward=reward,
+        terminated=not truncated,
+        truncated=truncated,
+        manifest_hash="h",
+        version="0",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +66,15 @@ def data(tok):
 
 
 def cfg(tmp_path, **kw) -> SFTConfig:
-    base = dict(output_dir=str(tmp_path), seed=0, lr=3e-3, epochs=2, batch_size=4, micro_batch_size=2, cpu=True)
+    base = dict(
+        output_dir=str(tmp_path),
+        seed=0,
+        lr=3e-3,
+        epochs=2,
+        batch_size=4,
+        micro_batch_size=2,
+        cpu=True,
+    )
     return SFTConfig(**{**base, **kw})
 
 
@@ -98,7 +129,10 @@ def test_same_seed_same_curve_and_exact_resume(tmp_path, data):
     assert first.losses == a[:2] and first.final_dir == ""
     rest = train_sft(cfg(tmp_path / "c"), data)
     assert rest.losses == a[2:]
-    logged = [json.loads(line)["loss"] for line in (tmp_path / "c" / "metrics.jsonl").read_text().splitlines()]
+    logged = [
+        json.loads(line)["loss"]
+        for line in (tmp_path / "c" / "metrics.jsonl").read_text().splitlines()
+    ]
     assert logged == a
     other = train_sft(cfg(tmp_path / "d", seed=1), data).losses
     assert other != a
@@ -107,11 +141,15 @@ def test_same_seed_same_curve_and_exact_resume(tmp_path, data):
 def test_stop_loss_and_max_steps_end_early_with_a_final_model(tmp_path, data, six_epochs):
     full = six_epochs[1].losses
     threshold = sum(full[4:9]) / 5 + 1e-6
-    stop = next(k for k in range(5, 13) if sum(full[k - 5 : k]) / 5 < threshold)  # first 5-step window under it
+    stop = next(
+        k for k in range(5, 13) if sum(full[k - 5 : k]) / 5 < threshold
+    )  # first 5-step window under it
     res = train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data)
     assert stop < 12 and res.losses == full[:stop] and res.steps == stop
     assert (tmp_path / "b" / "final" / "config.json").is_file()
-    assert train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data).losses == []  # resumed: already done
+    assert (
+        train_sft(cfg(tmp_path / "b", epochs=6, stop_loss=threshold), data).losses == []
+    )  # resumed: already done
     assert train_sft(cfg(tmp_path / "c", epochs=6, max_steps=3), data).steps == 3
 
 
@@ -123,5 +161,7 @@ def test_lora_trains_adapters_and_saves_a_merged_model(tmp_path, data):
     _, merged = load_local(res.final_dir)
     _, base = tiny_model(0)
     assert not any("lora" in k for k in merged.state_dict())
-    changed = [k for k, v in merged.state_dict().items() if not torch.equal(v, base.state_dict()[k])]
+    changed = [
+        k for k, v in merged.state_dict().items() if not torch.equal(v, base.state_dict()[k])
+    ]
     assert changed and all("proj" in k for k in changed)  # only the adapted linear layers moved

@@ -1,0 +1,201 @@
+"""A teacher for rejection-sampled SFT: varied ReAct research episodes whose answer is read, not known.
+
+`ResearchTeacher` plays each task like a careful researcher would, with variety drawn from
+the turn's seed so that K attempts at one question give different trajectories: a search
+phrased one of several ways (the question, its content words, an evidence page's title),
+visits with a stated goal, further searches, and an answer once, and only once, the gold
+answer is written in an observation it has seen; the think quotes the sentence it read it
+in. Where the answer never shows up it answers the best span of what it read (usually
+wrong, so rejection sampling drops it). It knows the gold answer and the evidence pages
+through the task set, never through the request (`TurnRequest` carries no gold); it finds the task by its question.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from agent.rollout.policies.scripted import STOPWORDS, best_span, observations
+from agent.rollout.react import ChatFormat, Generation, TurnRequest
+from wikisim.env.reward import normalize_answer
+from wikisim.env.tasks import Task, TaskSet
+from wikisim.tools.protocol import format_answer, format_tool_call
+
+_URL = re.compile(r"https?://[^\s)\]>\"'<]+")
+_WORD = re.compile(r"[\w'-]+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_VISITED = re.compile(r"The useful information in (\S+) for user goal")
+
+SEARCH_THOUGHTS = (
+    "I need to find {what}. Let me search.",
+    "First, search for {what}.",
+    "The question asks about {what}; a search should find the page.",
+    "Let me look up {what}.",
+)
+VISIT_THOUGHTS = (
+    "The page {title} should say more. Let me read it.",
+    "Read {title} for the answer.",
+    "{title} looks relevant; visit it.",
+)
+RETRY_THOUGHTS = (
+    "That did not give the answer. Try another search.",
+    "Not found yet; search again with other words.",
+)
+ANSWER_THOUGHTS = (
+    '{source} says: "{quote}" So the answer is {answer}.',
+    'From {source}: "{quote}"',
+    'The result reads "{quote}", which answers the question.',
+)
+
+
+#: Tool-response headers that repeat the call's own arguments (query, URL, goal): not evidence.
+_ECHOES = re.compile(
+    r"A Google search for '.*?' found \d+ results:|No results found for '.*?'\.|"
+    r"The useful information in \S+ for user goal .*? as follows:",
+    re.S,
+)
+
+
+def evidence_text(observation: str) -> str:
+    """An observation without the headers that echo the call's arguments."""
+    return _ECHOES.sub(" ", observation)
+
+
+def grounded_in(answer: str, texts: Sequence[str]) -> bool:
+    """Whether the (normalised) answer occurs as whole words in one of the texts."""
+    a = normalize_answer(answer)
+    return bool(a) and any(f" {a} " in f" {normalize_answer(t)} " for t in texts)
+
+
+def read_not_guessed(answer: str, turns: Sequence[tuple[str, str]]) -> bool:
+    """(turn text, observation) pairs before the answer turn: the answer was in an observation's
+    evidence before any of the policy's own turns named it (a query holding the answer is a guess)."""
+    for text, observation in turns:
+        if grounded_in(answer, [text]):
+            return False
+        if grounded_in(answer, [evidence_text(observation)]):
+            return True
+    return False
+
+
+def keywords(question: str, limit: int = 6) -> str:
+    """The question's content words in order (a terse query, as people type them)."""
+    words = [w for w in _WORD.findall(question) if w.lower() not in STOPWORDS]
+    return " ".join(words[:limit]) or question
+
+
+def title_of(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
+
+
+def quote(answer: str, text: str, width: int = 160) -> str:
+    """The observed sentence holding the answer (a whole sentence before a bare title), cut to
+    `width` characters around it."""
+    a = normalize_answer(answer)
+    sentences = [
+        s for s in _SENTENCE.split(_URL.sub("", text)) if f" {a} " in f" {normalize_answer(s)} "
+    ]
+    for sentence in sorted(sentences, key=lambda s: len(s) < len(answer) + 20):
+        s = " ".join(sentence.split()).strip("#[]() ")
+        at = max(s.lower().find(answer.lower()), 0)
+        start = max(0, min(at - width // 2, len(s) - width))
+        return s[start : start + width].strip()
+    return answer
+
+
+class ResearchTeacher:
+    """Varied, grounded research episodes for SFT data (see the module docstring).
+
+    Args:
+        tasks: the task set the episodes are drawn from (gold answers and evidence pages).
+        chat: the student's chat format (trajectory ids in its tokenizer).
+        max_turns: turns it may use; the last one always answers.
+    """
+
+    name = "research-teacher"
+
+    def __init__(self, tasks: TaskSet, chat: ChatFormat | None = None, max_turns: int = 4) -> None:
+        self.tasks, self.chat, self.max_turns = tasks, chat, max_turns
+
+    def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
+        return [Generation(text=self.turn(r)) for r in requests]
+
+    def turn(self, request: TurnRequest) -> str:
+        task = self.tasks.by_question(request.question)
+        question = request.messages[1]["content"]
+        seen = observations(request)
+        rng = random.Random(request.seed)
+        found = self._found(task, seen)
+        if found is not None:
+            answer, source, text = found
+            think = rng.choice(ANSWER_THOUGHTS).format(
+                source=source, quote=quote(answer, text), answer=answer
+            )
+            return format_answer(answer, think=think)
+        if request.turn >= self.max_turns - 1:
+            return format_answer(
+                best_span(question, "\n".join(seen)), think="Answer from what I read."
+            )
+        if request.turn == 0:
+            query = self._query(task, question, rng, 0)
+            # the think names the topic in a few words: a long question repeated twice overflows a small
+            # model's turn budget (max_new_tokens), and the student then never closes its call
+            what = keywords(query, 4)
+            return format_tool_call(
+                "search", {"query": query}, think=rng.choice(SEARCH_THOUGHTS).format(what=what)
+            )
+        url = self._page_to_visit(task, seen, rng)
+        if url is not None and rng.random() < 0.8:
+            goal = rng.choice((question, f"find {keywords(question)}"))
+            think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
+            return format_tool_call("visit", {"url": url, "goal": goal}, think=think)
+        query = self._query(task, question, rng, request.turn)
+        return format_tool_call("search", {"query": query}, think=rng.choice(RETRY_THOUGHTS))
+
+    def _found(self, task: Task, seen: Sequence[str]) -> tuple[str, str, str] | None:
+        """(answer as written in the gold, where it was read, the text) once an observation holds it."""
+        for text in (evidence_text(t) for t in reversed(seen)):
+            for answer in task.answers:
+                if grounded_in(answer, [text]):
+                    titles = re.findall(r"\[([^\]]+)\]\(", text) or [
+                        title_of(u) for u in _URL.findall(text)
+                    ]
+                    return answer, (titles[0] if titles else "the page"), text
+        return None
+
+    @staticmethod
+    def _query(task: Task, question: str, rng: random.Random, turn: int) -> str:
+        """A phrasing of the search; never one that names the answer (that would be a guess)."""
+        options = [question, keywords(question), keywords(question, 3)]
+        options += [title_of(u) for u in task.evidence]
+        options = [q for q in options if not any(grounded_in(a, [q]) for a in task.answers)] or [
+            question
+        ]
+        return (
+            options[rng.randrange(len(options))]
+            if turn == 0
+            else rng.choice(options[1:] or options)
+        )
+
+    @staticmethod
+    def _page_to_visit(task: Task, seen: Sequence[str], rng: random.Random) -> str | None:
+        """A page a search listed and not visited yet, an evidence page first (None if none):
+        the teacher visits what it found, not what it knows."""
+        visited = {m.group(1) for text in seen for m in _VISITED.finditer(text)}
+        listed = [
+            u
+            for text in seen
+            if not _VISITED.search(text)
+            for u in _URL.findall(text)
+            if u not in visited
+        ]
+        listed = [
+            u
+            for u in dict.fromkeys(listed)
+            if not any(grounded_in(a, [title_of(u)]) for a in task.answers)
+        ]
+        found = [u for u in listed if u in task.evidence]
+        if found:
+            return found[0] if rng.random() < 0.7 else rng.choice(found)
+        return listed[0] if listed else None

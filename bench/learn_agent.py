@@ -1,0 +1,562 @@
+"""The learning proof: SmolLM2-135M-Instruct learns to research in WikiSim-v0 (rejection-sampled SFT, then GRPO).
+
+The real model the package ships, its own tokenizer and chat template, the real env and tools:
+  1. untrained SmolLM2 on each held-out set (greedy);
+  2. rejection sampling: `agent.train.teachers.ResearchTeacher` plays every training question
+     K times (varied queries, visits with goals, an answer read from an observation); only
+     correct, well-formed, distinct trajectories whose answer was observed are kept;
+  3. SFT (LoRA) on them, then GRPO from the SFT adapter, both exactly as `wikisim train sft|grpo`
+     run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`);
+  4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
+     the scripted `search-answer` floor on the same questions and env options.
+Training questions: the synthesized train split (read at run time, so regenerated files are
+picked up), and the first 70 HotpotQA and MuSiQue train items. Held out, each reported apart:
+the synthesized test and dev splits, the bundled `sample.jsonl`, and the last 30 HotpotQA and
+MuSiQue items. One index holds the 2014 sample and the HotpotQA and MuSiQue corpora (bm25s, built once).
+Env options for a small model's context: 3 results per search, 150-token extracts, the
+compact system prompt (same turn format); the paper's defaults are otherwise unchanged.
+
+    .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, <= 15 min on 2 cores
+    .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget
+
+Output: a table per held-out set (stage x EM, F1, pass@1 with 95% intervals over tasks, search and
+visit calls, grounded share, tokens per episode), per-stage wall times, bench/results/learn_agent[_quick]
+.json and .png (held-out reward over GRPO steps); the last line is one JSON object
+`{"stages": {"untrained": {...}, "sft": {...}, "grpo": {...}}}` pooled over the held-out sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
+from agent.eval.stats import bootstrap_mean  # noqa: E402
+from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
+from agent.rollout.react import ChatFormat  # noqa: E402
+from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
+from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from agent.train.data import learn_index  # noqa: E402
+from agent.train.episodes import EnvRunner  # noqa: E402
+from agent.train.grpo import train_grpo  # noqa: E402
+from agent.train.loop import read_metrics  # noqa: E402
+from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
+from agent.train.teachers import ResearchTeacher  # noqa: E402
+from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
+from wikisim.flags import build_config  # noqa: E402
+from wikisim.paths import QA_DIR  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
+ENV = {"search_k": 3, "visit_tokens": 150, "prompt": "compact", "retriever": "bm25s"}
+STAGES = ("untrained", "sft", "grpo")
+
+
+@dataclass(frozen=True)
+class Data:
+    tasks: TaskSet  # every task the runner may be asked for
+    train: list[str]
+    held: dict[str, TaskSet]  # held-out set name -> its tasks
+
+
+def load_data(eval_limit: int) -> Data:
+    synth_train = load_tasks(TASKS_DIR / "synth-sample-train.jsonl")
+    hotpot, musique = (
+        list(load_tasks(QA_DIR / f"{n}-train-100.json")) for n in ("hotpotqa", "musique")
+    )
+    held_lists = {
+        "synth-test": list(load_tasks(TASKS_DIR / "synth-sample-test.jsonl")),
+        "synth-dev": list(load_tasks(TASKS_DIR / "synth-sample-dev.jsonl")),
+        "bundled": list(load_tasks(TASKS_DIR / "sample.jsonl")),
+        "hotpotqa-held": hotpot[-HUMAN_HELD:],
+        "musique-held": musique[-HUMAN_HELD:],
+    }
+    held = {k: TaskSet(v[:eval_limit] if eval_limit else v, k) for k, v in held_lists.items()}
+    train = [*synth_train, *hotpot[:HUMAN_TRAIN], *musique[:HUMAN_TRAIN]]
+    every = {t.id: t for t in [*train, *(t for v in held_lists.values() for t in v)]}
+    return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held)
+
+
+def episode_stats(trajs: list[Trajectory]) -> dict:
+    """Per-episode tool use, grounding and length; intervals are bootstraps over tasks."""
+    ids = [t.task_id for t in trajs]
+    em = [t.metrics.get("em", 0.0) for t in trajs]
+    f1 = [t.metrics.get("f1", 0.0) for t in trajs]
+    calls = [[n for u in t.turns for n in u.tool_calls] for t in trajs]
+    correct = [t for t in trajs if t.metrics.get("em", 0.0) >= 1.0]
+    answered = [t for t in trajs if t.answer is not None]
+    ci = {k: bootstrap_mean(v, ids).to_dict() for k, v in (("em", em), ("f1", f1))}
+    return {
+        "episodes": len(trajs),
+        "em": statistics.mean(em),
+        "f1": statistics.mean(f1),
+        "em_ci95": [ci["em"]["low"], ci["em"]["high"]],
+        "f1_ci95": [ci["f1"]["low"], ci["f1"]["high"]],
+        "search_calls": statistics.mean(c.count("search") for c in calls),
+        "visit_calls": statistics.mean(c.count("visit") for c in calls),
+        "answered": len(answered) / len(trajs),
+        "truncated": statistics.mean(float(t.truncated) for t in trajs),
+        "grounded_share_of_answers": sum(map(answer_observed, answered)) / max(len(answered), 1),
+        "grounded_share_of_correct": sum(map(answer_observed, correct)) / max(len(correct), 1),
+        "tokens_per_episode": statistics.mean(sum(len(u.ids) for u in t.turns) for t in trajs),
+        "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
+    }
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, data: Data, index: Path, out: Path) -> None:
+        self.args, self.data, self.index, self.out = args, data, index, out
+        self.started = time.perf_counter()
+        self.device = args.device
+        self.runner = EnvRunner(
+            data.tasks,
+            index=str(index),
+            max_turns=args.max_turns,
+            max_new_tokens=args.max_new_tokens,
+            max_context_tokens=args.max_context,
+            slots=args.questions_per_step * args.group_size,
+            batch_size=args.questions_per_step * args.group_size,
+            **ENV,
+        )
+        self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
+        self.held_file = self.out / "heldout.jsonl"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.held_file.write_text(
+            "".join(json.dumps(t.to_dict()) + "\n" for v in data.held.values() for t in v),
+            encoding="utf-8",
+        )
+
+    def evaluate(self, name: str, policy_dir: str | None) -> dict:
+        """Every held-out set in one run of the harness (greedy; plus `--pass-samples` sampled
+        episodes per task for pass@1), then stats per set."""
+        if policy_dir is None:
+            from agent.rollout.policies.scripted import SearchAnswerPolicy
+
+            policy = SearchAnswerPolicy(None)
+        else:
+            tok, model = load_local(policy_dir)
+            policy = TransformersPolicy(
+                tok,
+                model.to(self.device),
+                name=name,
+                sampling=SamplingConfig(batch_size=self.args.eval_batch),
+            )
+        greedy = self._run(policy, name, policy_dir)
+        out = {
+            held: episode_stats([t for t in greedy if t.task_id in ids])
+            for held, ids in self.held_ids.items()
+        }
+        if self.args.pass_samples and policy_dir is not None:
+            policy.sampling = SamplingConfig(temperature=1.0, batch_size=self.args.eval_batch)
+            sampled = self._run(policy, name, policy_dir, self.args.pass_samples)
+            for held, ids in self.held_ids.items():
+                mine = [t for t in sampled if t.task_id in ids]
+                p1 = bootstrap_mean(
+                    [t.metrics.get("em", 0.0) for t in mine], [t.task_id for t in mine]
+                )
+                out[held]["pass@1"], out[held]["pass@1_ci95"] = p1.mean, [p1.low, p1.high]
+        return out
+
+    def _run(self, policy, name: str, policy_dir: str | None, samples: int = 0) -> list[Trajectory]:
+        """The harness behind `wikisim eval --policy DIR --tasks heldout.jsonl` with the bench's env options."""
+        a = self.args
+        cfg = build_config(
+            EvalConfig,
+            {
+                "policy": policy_dir or "search-answer",
+                "index": str(self.index),
+                "tasks": str(self.held_file),
+                "seeds": samples or 1,
+                "max_turns": a.max_turns,
+                "envs": a.eval_batch,
+                "batch_size": a.eval_batch,
+                "temperature": 1.0 if samples else 0.0,
+                "max_new_tokens": a.max_new_tokens,
+                "max_context_tokens": a.max_context,
+                **ENV,
+            },
+        )
+        summary, trajs = evaluate(cfg, policy=policy, progress=False)
+        where = self.out / "eval" / f"{name}{'-sampled' if samples else ''}"
+        where.mkdir(parents=True, exist_ok=True)
+        write_trajectories(where / "trajectories.jsonl", trajs)
+        (where / "summary.json").write_text(
+            json.dumps(summary, indent=1, sort_keys=True), encoding="utf-8"
+        )
+        return trajs
+
+    def seed(self, seed: int, untrained: dict) -> dict:
+        a, out = self.args, self.out / f"seed{seed}"
+        shutil.rmtree(out, ignore_errors=True)
+        res: dict = {"seed": seed, "untrained": untrained, "time_s": {}}
+        t0 = time.perf_counter()
+        tok, _ = load_local(smollm2_dir())
+        chat = ChatFormat(tok)
+        teacher = ResearchTeacher(self.data.tasks, chat, max_turns=a.max_turns)
+        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
+        kept, report = rejection_sample(
+            self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        write_trajectories(out / "sft_data.jsonl", kept)
+        res["rejection"] = {
+            "kept": report.kept_total,
+            "tried": report.tried_total,
+            "questions_with_any": sum(1 for v in report.kept.values() if v),
+            "all_grounded": all(map(answer_observed, kept)),
+        }
+        res["time_s"]["rejection"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cpu = self.device == "cpu"
+        scfg = SFTConfig(
+            output_dir=str(out / "sft"),
+            seed=seed,
+            model="smollm2",
+            lora_rank=a.lora_rank,
+            lora_alpha=2 * a.lora_rank,
+            lr=a.sft_lr,
+            epochs=a.sft_epochs,
+            batch_size=a.sft_batch,
+            micro_batch_size=a.micro_batch,
+            max_steps=a.sft_steps,
+            cpu=cpu,
+            resume=False,
+        )
+        sft = train_sft(scfg, kept)
+        res["sft_losses"] = sft.losses
+        res["time_s"]["sft"] = time.perf_counter() - t0
+        sft_dir = str(Path(sft.final_dir).parent / "adapter")
+        t_eval = time.perf_counter()
+        res["sft"] = self.evaluate("sft", sft.final_dir)
+        eval_s = time.perf_counter() - t_eval
+        t0 = time.perf_counter()
+        gcfg = GRPOConfig(
+            output_dir=str(out / "grpo"),
+            seed=seed,
+            model="smollm2",
+            init_checkpoint=sft_dir,
+            lora_rank=a.lora_rank,
+            lora_alpha=2 * a.lora_rank,
+            lr=a.grpo_lr,
+            steps=a.grpo_steps,
+            questions_per_step=a.questions_per_step,
+            group_size=a.group_size,
+            micro_batch_size=a.micro_batch,
+            cpu=cpu,
+            dev_every=a.dev_every,
+            dev_k=2,
+            resume=False,
+            max_turns=a.max_turns,
+            max_new_tokens=a.max_new_tokens,
+        )
+        dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
+        sampler = self.runner.sampler(tok)
+        if (
+            a.deadline_s
+        ):  # a fixed wall-clock budget (one device run): as many steps as fit, measured on 2
+            probe = train_grpo(gcfg, self.data.train, sampler, dev_ids=dev, stop_after=2)
+            per_step = max(r["time_step"] + r["time_dev_eval"] for r in probe.history)
+            left = a.deadline_s - (time.perf_counter() - self.started) - 1.5 * eval_s - 30
+            gcfg = dataclasses.replace(
+                gcfg, steps=max(2, min(a.grpo_steps, 2 + int(left / per_step))), resume=True
+            )
+            res["grpo_steps_fitted"] = gcfg.steps
+        g = train_grpo(gcfg, self.data.train, sampler, dev_ids=dev)
+        res["time_s"]["grpo"] = time.perf_counter() - t0
+        res["grpo_curve"] = [
+            {k: r[k] for k in ("step", "reward", "dev_pass@1", "tool_calls", "loss") if k in r}
+            for r in read_metrics(out / "grpo" / "metrics.jsonl")
+        ]
+        res["grpo"] = self.evaluate("grpo", g.final_dir)
+        res["checkpoints"] = {
+            "sft": sft.final_dir,
+            "grpo": g.final_dir,
+            "grpo_adapter": str(Path(g.final_dir).parent / "adapter"),
+        }
+        return res
+
+
+def pooled(per_set: dict[str, dict], key: str) -> float:
+    """A metric over every held-out episode (sets weighted by their size)."""
+    n = sum(s["episodes"] for s in per_set.values())
+    return sum(s[key] * s["episodes"] for s in per_set.values() if key in s) / n
+
+
+def summarize(runs: list[dict], baseline: dict) -> dict:
+    keys = (
+        "em",
+        "f1",
+        "pass@1",
+        "search_calls",
+        "visit_calls",
+        "grounded_share_of_correct",
+        "tokens_per_episode",
+    )
+    sets = list(baseline)
+    out: dict = {"per_set": {}, "stages": {}}
+    for held in [*sets, "pooled"]:
+        row: dict = {
+            "search-answer": {
+                "em": baseline[held]["em"] if held != "pooled" else pooled(baseline, "em")
+            }
+        }
+        for stage in STAGES:
+            vals = {}
+            for k in keys:
+                per_seed = [
+                    (r[stage][held][k] if held != "pooled" else pooled(r[stage], k))
+                    for r in runs
+                    if (
+                        k in r[stage][held]
+                        if held != "pooled"
+                        else all(k in v for v in r[stage].values())
+                    )
+                ]
+                if per_seed:
+                    vals[k] = statistics.mean(per_seed)
+                    vals[f"{k}_per_seed"] = per_seed
+            if held != "pooled":
+                vals["em_ci95_seed0"] = runs[0][stage][held]["em_ci95"]
+            row[stage] = vals
+        for a, b in (("untrained", "sft"), ("sft", "grpo")):
+            gains = [
+                x - y for x, y in zip(row[b]["em_per_seed"], row[a]["em_per_seed"], strict=True)
+            ]
+            row[f"gain {a}->{b}"] = {
+                "mean": statistics.mean(gains),
+                "per_seed": gains,
+                "spread": max(gains) - min(gains),
+                "exceeds_spread": statistics.mean(gains) > max(gains) - min(gains),
+            }
+        row["grpo_beats_search_answer"] = row["grpo"]["em"] > row["search-answer"]["em"]
+        row["grpo_beats_sft"] = row["grpo"]["em"] > row["sft"]["em"]
+        out["per_set"][held] = row
+    out["stages"] = {
+        s: {k: v for k, v in out["per_set"]["pooled"][s].items() if not k.endswith("_per_seed")}
+        for s in STAGES
+    }
+    return out
+
+
+def plot(runs: list[dict], png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for r in runs:
+        curve = r["grpo_curve"]
+        dev = [c for c in curve if "dev_pass@1" in c]
+        axes[0].plot(
+            [c["step"] for c in dev],
+            [c["dev_pass@1"] for c in dev],
+            "o-",
+            label=f"seed {r['seed']}",
+        )
+        axes[1].plot(
+            [c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']}"
+        )
+    axes[0].set_title("held-out reward (pass@1, T=1) over GRPO steps")
+    axes[1].set_title("training reward over GRPO steps")
+    for ax in axes:
+        ax.set_xlabel("GRPO step")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def table(summary: dict) -> str:
+    lines = []
+    for held, row in summary["per_set"].items():
+        lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
+        lines.append(
+            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | tokens/ep |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for s in STAGES:
+            v = row[s]
+            ci = v.get("em_ci95_seed0")
+            em = f"{v['em']:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            p1 = f"{v['pass@1']:.3f}" if "pass@1" in v else "-"
+            lines.append(
+                f"| {s} | {em} | {v['f1']:.3f} | {p1} | {v['search_calls']:.2f} | {v['visit_calls']:.2f} | "
+                f"{v['grounded_share_of_correct']:.2f} | {v['tokens_per_episode']:.0f} |"
+            )
+        for g in ("gain untrained->sft", "gain sft->grpo"):
+            lines.append(
+                f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--quick", action="store_true", help="one seed, tiny budgets (<= 15 min on 2 cores)"
+    )
+    p.add_argument("--seeds", type=int, nargs="+", default=None)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument(
+        "--eval-limit", type=int, default=None, help="questions per held-out set (0 = all)"
+    )
+    p.add_argument(
+        "--sft-questions",
+        type=int,
+        default=None,
+        help="training questions the teacher plays (0 = all)",
+    )
+    p.add_argument("--samples-per-question", type=int, default=None)
+    p.add_argument("--sft-steps", type=int, default=None, help="0 = --sft-epochs over the data")
+    p.add_argument("--sft-epochs", type=int, default=2)
+    p.add_argument("--sft-batch", type=int, default=None)
+    p.add_argument("--sft-lr", type=float, default=1e-3)
+    p.add_argument("--grpo-steps", type=int, default=None)
+    p.add_argument("--grpo-lr", type=float, default=2e-4)
+    p.add_argument("--questions-per-step", type=int, default=None)
+    p.add_argument("--group-size", type=int, default=None)
+    p.add_argument("--dev-every", type=int, default=None)
+    p.add_argument(
+        "--dev-per-set", type=int, default=None, help="held-out questions per set in the GRPO curve"
+    )
+    p.add_argument(
+        "--pass-samples",
+        type=int,
+        default=None,
+        help="sampled episodes per task for pass@1 (0: none)",
+    )
+    p.add_argument("--lora-rank", type=int, default=8)
+    p.add_argument("--micro-batch", type=int, default=None)
+    p.add_argument("--eval-batch", type=int, default=None)
+    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--max-context", type=int, default=2048)
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=0,
+        help="wall-clock budget of one seed's process: GRPO runs as "
+        "many of --grpo-steps as fit (0: all of them)",
+    )
+    p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
+    p.add_argument(
+        "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
+    )
+    args = p.parse_args()
+    quick = {
+        "seeds": [0],
+        "eval_limit": 6,
+        "sft_questions": 40,
+        "samples_per_question": 2,
+        "sft_steps": 8,
+        "sft_batch": 4,
+        "grpo_steps": 2,
+        "questions_per_step": 2,
+        "group_size": 4,
+        "dev_every": 1,
+        "dev_per_set": 1,
+        "pass_samples": 0,
+        "micro_batch": 2,
+        "eval_batch": 24,
+    }
+    full = {
+        "seeds": [0, 1, 2],
+        "eval_limit": 0,
+        "sft_questions": 0,
+        "samples_per_question": 4,
+        "sft_steps": 0,
+        "sft_batch": 16,
+        "grpo_steps": 40,
+        "questions_per_step": 8,
+        "group_size": 8,
+        "dev_every": 10,
+        "dev_per_set": 6,
+        "pass_samples": 2,
+        "micro_batch": 16,
+        "eval_batch": 64,
+    }
+    for k, v in (quick if args.quick else full).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    torch.set_num_threads(args.threads)
+    name = args.name or ("learn_agent_quick" if args.quick else "learn_agent")
+    if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
+        parts = [json.loads(Path(f).read_text()) for f in args.combine]
+        report(
+            parts[0]["args"],
+            parts[0]["baseline"],
+            [r for p in parts for r in p["runs"]],
+            {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
+            max(p["wall_s"] for p in parts),
+            name,
+        )
+        return
+    t0 = time.perf_counter()
+    data = load_data(args.eval_limit)
+    shutil.rmtree(RESULTS / name, ignore_errors=True)
+    bench = Bench(args, data, learn_index(), RESULTS / name)
+    times: dict = {}
+    t = time.perf_counter()
+    baseline = bench.evaluate("search-answer", None)
+    times["search-answer"] = time.perf_counter() - t
+    t = time.perf_counter()
+    untrained = bench.evaluate("untrained", str(smollm2_dir()))
+    times["untrained"] = time.perf_counter() - t
+    runs = []
+    for seed in args.seeds:
+        runs.append(bench.seed(seed, untrained))
+        partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
+        (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
+    report(vars(args), baseline, runs, times, time.perf_counter() - t0, name)
+
+
+def report(
+    args: dict, baseline: dict, runs: list[dict], times: dict, wall: float, name: str
+) -> None:
+    """Summary, JSON and plot of the runs; prints the tables and, last, the one-line JSON."""
+    summary = summarize(runs, baseline)
+    times = dict(times)
+    for stage in ("rejection", "sft", "grpo"):
+        times[stage] = statistics.mean(r["time_s"][stage] for r in runs)
+    out = {
+        "args": args,
+        "device": args["device"],
+        "wall_s": wall,
+        "stage_wall_s": times,
+        "summary": summary,
+        "runs": runs,
+        "baseline": baseline,
+        "stages": summary["stages"],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1))
+    plot(runs, RESULTS / f"{name}.png")
+    print(table(summary))
+    print(
+        f"\nstage wall times (s; training stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
+    )
+    for r in runs:
+        print(
+            f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "
+            f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
+        )
+    print(f"wall time {wall:.0f}s on {args['device']}; wrote {RESULTS / name}.json and .png")
+    print(json.dumps({"stages": summary["stages"]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The real-model loop on CPU with tiny budgets: grounded SFT data, a GRPO step on SmolLM2, reloads.
+
+SmolLM2-135M-Instruct (the bundled model) in the real env over the bundled sample index, with
+the compact context a small model needs; one SFT step makes the checkpoint the other tests use.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agent.eval.harness import EvalConfig, evaluate
+from agent.rollout.models import is_adapter, load_smollm2
+from agent.rollout.react import ChatFormat, Generation
+from agent.rollout.trajectory import read_trajectories
+from agent.train.config import GRPOConfig, SFTConfig
+from agent.train.episodes import EnvRunner
+from agent.train.grpo import train_grpo
+from agent.train.sft import answer_observed, rejection_sample, train_sft
+from agent.train.teachers import ResearchTeacher
+from wikisim.env.tasks import Task, TaskSet, load_tasks
+from wikisim.tools.protocol import format_answer
+
+pytestmark = pytest.mark.slow
+CONTEXT = {"search_k": 2, "visit_tokens": 60, "prompt": "compact"}
+
+
+@pytest.fixture(scope="module")
+def smol():
+    return load_smollm2()
+
+
+@pytest.fixture(scope="module")
+def tasks() -> TaskSet:
+    return TaskSet(list(load_tasks(None))[:8], "sample-8")
+
+
+@pytest.fixture(scope="module")
+def teacher_data(smol, tasks):
+    chat = ChatFormat(smol[0])
+    runner = EnvRunner(tasks, max_turns=4, max_new_tokens=96, slots=8, **CONTEXT)
+    return rejection_sample(
+        runner.teacher(ResearchTeacher(tasks, chat), chat, seed=0), tasks.ids(), 3
+    )
+
+
+@pytest.fixture(scope="module")
+def sft_run(teacher_data, tmp_path_factory):
+    kept, _ = teacher_data
+    out = tmp_path_factory.mktemp("sft")
+    cfg = SFTConfig(
+        output_dir=str(out),
+        model="smollm2",
+        lora_rank=4,
+        lora_alpha=8,
+        lr=1e-3,
+        epochs=1,
+        batch_size=2,
+        micro_batch_size=2,
+        max_steps=1,
+        cpu=True,
+    )
+    return out, train_sft(cfg, kept[:2])
+
+
+def test_sft_data_holds_only_answers_read_in_an_observation(teacher_data, tasks, smol):
+    kept, report = teacher_data
+    assert kept and all(answer_observed(t) and t.reward == 1.0 for t in kept)
+    assert len({tuple(t.token_ids()) for t in kept}) == len(kept)
+    assert any(v > 1 for v in report.kept.values())  # K attempts differ (phrasings, visits)
+    assert any("visit" in u.tool_calls for t in kept for u in t.turns)
+
+    class Recaller:  # right answers without reading anything: all rejected
+        name, chat = "recaller", ChatFormat(smol[0])
+
+        def act(self, requests):
+            return [
+                Generation(text=format_answer(tasks.by_question(r.question).answers[0]))
+                for r in requests
+            ]
+
+    runner = EnvRunner(tasks, max_turns=2, max_new_tokens=32, slots=8, **CONTEXT)
+    recalled, report = rejection_sample(runner.teacher(Recaller(), Recaller.chat), tasks.ids(), 1)
+    assert recalled == [] and report.tried_total == len(tasks)
+    kept_anyway, _ = rejection_sample(
+        runner.teacher(Recaller(), Recaller.chat), tasks.ids(), 1, grounded=False
+    )
+    assert len(kept_anyway) == len(tasks)
+
+
+def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_path):
+    sft_dir, _ = sft_run
+    adapter = sft_dir / "adapter"
+    assert is_adapter(adapter) and (adapter / "adapter_model.safetensors").stat().st_size < 8 << 20
+    # a question a chat model answers in the format on some samples and not on others
+    task = Task("say-yes", "Reply with exactly <answer>yes</answer> and nothing else.", ("yes",))
+    runner = EnvRunner(TaskSet([task]), max_turns=1, max_new_tokens=16, slots=4, **CONTEXT)
+    cfg = GRPOConfig(
+        output_dir=str(tmp_path),
+        model="smollm2",
+        init_checkpoint=str(adapter),
+        lora_rank=4,
+        lora_alpha=8,
+        lr=1e-3,
+        steps=1,
+        questions_per_step=1,
+        group_size=4,
+        micro_batch_size=4,
+        max_turns=1,
+        max_new_tokens=16,
+        cpu=True,
+        dev_every=0,
+    )
+    res = train_grpo(cfg, [task.id], runner.sampler(smol[0]))
+    assert res.history[0]["adv_nonzero_share"] > 0  # rewards differed within the group
+    from safetensors.torch import load_file
+
+    before, after = (
+        load_file(adapter / "adapter_model.safetensors"),
+        load_file(tmp_path / "adapter" / "adapter_model.safetensors"),
+    )
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, tasks, tmp_path):
+    _, res = sft_run
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(
+        "".join(json.dumps(t.to_dict()) + "\n" for t in list(tasks)[:2]), encoding="utf-8"
+    )
+    cfg = EvalConfig(
+        policy=res.final_dir,
+        tasks=str(tasks_file),
+        max_turns=2,
+        max_new_tokens=24,
+        envs=2,
+        batch_size=2,
+        **CONTEXT,
+    )
+    evaluate(cfg, tmp_path / "a", progress=False)
+    evaluate(cfg, tmp_path / "b", progress=False)  # a fresh load of the saved folder
+    first, second = (list(read_trajectories(tmp_path / d / "trajectories.jsonl")) for d in "ab")
+    assert [t.canonical() for t in first] == [t.canonical() for t in second]
+    assert Path(res.final_dir, "config.json").is_file()
