@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from wikisim.commands.serve import RETRIEVERS, bind
+from wikisim.index.base import DEFAULT_RETRIEVER
 
 TRANSPORTS = ("stdio", "streamable-http")
 
@@ -34,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="port for streamable-http (default 8766; 0 = any free)",
     )
     parser.add_argument(
-        "--backend",
-        default="bm25s",
+        "--retriever",
+        default=DEFAULT_RETRIEVER,
         choices=RETRIEVERS,
-        help="retriever for search (default bm25s)",
+        help=f"retriever for search (default {DEFAULT_RETRIEVER}, as the env's)",
     )
     parser.add_argument(
         "--search-k", type=int, default=10, help="results per search query, as the env's search_k"
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         bind(args.host, args.port) if args.transport == "streamable-http" else None
     )  # a taken port fails first
     try:
-        backend = WikiBackend(args.index, retriever=args.backend)
+        backend = WikiBackend(args.index, retriever=args.retriever)
         backend.search(["warm up"], 1)
     except BaseException:
         if sock is not None:
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(host=args.host)
     print(
-        f"wikisim mcp: listening on http://{host}:{port}/mcp (retriever {args.backend}, "
+        f"wikisim mcp: listening on http://{host}:{port}/mcp (retriever {args.retriever}, "
         f"manifest {backend.manifest_hash[:12]})",
         flush=True,
     )
