@@ -17,7 +17,10 @@ from wikisim.paths import QA_DIR
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> PassageStore:
     corpus = json.loads((QA_DIR / "hotpotqa-train-100-corpus.json").read_text(encoding="utf-8"))
-    pages = [Page(id=i + 1, title=t, text="".join(s)) for i, (t, s) in enumerate(sorted(corpus.items())[:80])]
+    pages = [
+        Page(id=i + 1, title=t, text="".join(s))
+        for i, (t, s) in enumerate(sorted(corpus.items())[:80])
+    ]
     path = tmp_path_factory.mktemp("dense") / "passages.sqlite"
     writer = PassageStoreWriter(path)
     for page in pages:
@@ -26,7 +29,7 @@ def store(tmp_path_factory) -> PassageStore:
     return PassageStore(path)
 
 
-@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", "ivf", "ivfsq", "hnsw"])
 def test_each_faiss_kind_finds_a_passage_by_its_own_words(store, tmp_path, kind: str) -> None:
     info = build_dense(store, tmp_path, kind=kind, progress=False)
     assert info["kind"] == kind and info["docs"] == len(store) and info["dim"] == 384
@@ -41,7 +44,9 @@ def test_each_faiss_kind_finds_a_passage_by_its_own_words(store, tmp_path, kind:
 
 def test_model_is_a_local_directory_and_must_match_the_build(store, tmp_path) -> None:
     with pytest.raises(ConfigError, match="never a hub name"):
-        build_dense(store, tmp_path, model_path="sentence-transformers/all-MiniLM-L6-v2", progress=False)
+        build_dense(
+            store, tmp_path, model_path="sentence-transformers/all-MiniLM-L6-v2", progress=False
+        )
     info = {"kind": "flat"}
     wrong = {"indexes": {"dense": info}, "versions": {"embedding_model": {"sha256": "0" * 64}}}
     (tmp_path / "index.faiss").write_bytes(b"")
@@ -60,5 +65,49 @@ def test_chunked_encoding_keeps_row_order(store, tmp_path, monkeypatch) -> None:
     assert info["encode_chunk"] == 7 and info["docs"] == len(store)
     built = read_faiss(tmp_path / "index.faiss").reconstruct_n(0, len(store))
     model = dense.load_model(str(dense.resolve_model_path(None)))
-    whole = model.encode([p.contents for p in store], batch_size=dense.ENCODE_BATCH, normalize_embeddings=True)
-    assert np.allclose(built, whole, atol=1e-4)  # padding shifts low bits only; every row in its place
+    whole = model.encode(
+        [p.contents for p in store], batch_size=dense.ENCODE_BATCH, normalize_embeddings=True
+    )
+    assert np.allclose(
+        built, whole, atol=1e-4
+    )  # padding shifts low bits only; every row in its place
+
+
+def test_compressed_index_reports_recall_against_exact_search(store, tmp_path) -> None:
+    info = build_dense(store, tmp_path, kind="ivfsq", progress=False)
+    assert info["recall_at_10"] >= 0.95 and 1 <= info["nprobe"] <= info["nlist"]
+    assert info["recall_queries"] == min(200, len(store) - 1)
+    assert not (tmp_path / "shards").exists()  # the vectors are gone once the index holds them
+    pq = build_dense(
+        store, tmp_path, kind="ivfpq", progress=False
+    )  # lossy codes: recall is reported, lower
+    assert 0.3 < pq["recall_at_10"] <= 1 and pq["kind"] == "ivfpq" and "nprobe" in pq
+
+
+def test_a_killed_encode_resumes_at_its_first_missing_shard(tmp_path, monkeypatch) -> None:
+    from wikisim.index import dense
+
+    monkeypatch.setattr(dense, "SHARD_ROWS", 8)
+    monkeypatch.setattr(dense, "ENCODE_CHUNK", 4)
+    rng = np.random.default_rng(0)
+    full = rng.normal(size=(20, 6)).astype(np.float32)
+    asked: list[tuple[int, int]] = []
+    kill = [True]
+
+    def vectors(start: int, stop: int) -> np.ndarray:
+        asked.append((start, stop))
+        if start >= 12 and kill[0]:
+            kill[0] = False
+            raise RuntimeError("killed")  # inside the second shard
+        return full[start:stop]
+
+    with pytest.raises(RuntimeError, match="killed"):
+        dense.write_shards(tmp_path, 20, 6, vectors)
+    assert [p.name for p in sorted(tmp_path.iterdir())] == [
+        "vectors-00000.npy",
+        "vectors-00001.part",
+    ]
+    asked.clear()
+    dense.write_shards(tmp_path, 20, 6, vectors)
+    assert asked == [(8, 12), (12, 16), (16, 20)]  # the finished shard is not encoded again
+    assert np.array_equal(np.concatenate(dense.read_shards(tmp_path)), full)

@@ -17,12 +17,19 @@ def index(sample_index):
 def test_index_layout_and_manifest(index) -> None:
     assert set(index.backends) == set(BACKENDS)
     m = index.manifest
-    assert m["inputs"][0]["name"] == "enwiki-2014-sample.xml.bz2" and len(m["inputs"][0]["sha256"]) == 64
+    assert (
+        m["inputs"][0]["name"] == "enwiki-2014-sample.xml.bz2"
+        and len(m["inputs"][0]["sha256"]) == 64
+    )
     assert m["params"]["passage_words"] == 150
     assert {"pyserini", "faiss-cpu", "bm25s", "wikisim"} <= set(m["versions"])
     assert len(m["versions"]["embedding_model"]["sha256"]) == 64
     assert set(m["indexes"]) == {"bm25s", "lucene", "dense"}
-    assert m["counts"]["pages"] == index.store.counts()["pages"] if hasattr(index.store, "counts") else True
+    assert (
+        m["counts"]["pages"] == index.store.counts()["pages"]
+        if hasattr(index.store, "counts")
+        else True
+    )
     assert m["counts"]["passages"] == len(index.passages)
     assert len(index.manifest_hash) == 16
 
@@ -64,7 +71,10 @@ def test_fusion_is_weighted_rrf_with_docid_ties() -> None:
     fused = fuse(sparse, dense, FusionParams(rrf_k=0.0, dense_weight=0.5))
     assert fused == [("b", 0.5 / 2 + 0.5 / 1), ("a", 0.5), ("c", 0.25)]
     # equal weights and mirrored ranks tie: docid decides
-    assert [d for d, _ in fuse([("x", 1.0)], [("w", 1.0)], FusionParams(dense_weight=0.5))] == ["w", "x"]
+    assert [d for d, _ in fuse([("x", 1.0)], [("w", 1.0)], FusionParams(dense_weight=0.5))] == [
+        "w",
+        "x",
+    ]
     assert [d for d, _ in fuse(sparse, dense, FusionParams(dense_weight=0.0))][:2] == ["a", "b"]
     with pytest.raises(ConfigError, match="dense_weight"):
         FusionParams(dense_weight=1.5)
@@ -79,3 +89,28 @@ def test_bare_lucene_directory_opens_as_a_prebuilt_index(sample_index) -> None:
     assert hits[0].snippet
     with pytest.raises(IndexNotBuiltError, match="no 'bm25s' index"):
         bare.retriever("bm25s")
+
+
+def test_pyserini_prebuilt_index_opens_by_name(tmp_path, monkeypatch) -> None:
+    """A prebuilt index is found by name where pyserini's download leaves it (here a small
+    Lucene index of ours under that name: the real ones are 9-11 GB and cannot be fetched here)."""
+    from wikisim.corpus import Page
+    from wikisim.index.layout import prebuilt_path
+    from wikisim.index.passages import split_page
+    from wikisim.index.sparse_lucene import build_lucene
+
+    monkeypatch.setenv("PYSERINI_CACHE", str(tmp_path))
+    with pytest.raises(IndexNotBuiltError, match="'wikipedia-kilt-doc' is not downloaded"):
+        open_index("wikipedia-kilt-doc")
+    local = prebuilt_path("wikipedia-kilt-doc")
+    assert local.parent == tmp_path / "indexes"
+    assert local.name.startswith("lucene-index.wikipedia-kilt-doc.")
+    pages = [
+        Page(1, "Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600."),
+        Page(2, "Autism", "Autism is a neurodevelopmental condition with symptoms in children."),
+    ]
+    build_lucene([p for page in pages for p in split_page(page)], local)
+    by_name = open_index("wikipedia-kilt-doc")
+    assert by_name.path == local and by_name.backends == ("lucene",)
+    hits = by_name.retriever("lucene").search(["who wrote hamlet"], k=1)[0]
+    assert hits[0].title == "Hamlet" and hits[0].docid == "1#0"

@@ -61,9 +61,13 @@ def _redirect(title: str, target: str) -> Result:
 def text_page(page_id: int, title: str, text: str) -> Page:
     """A page from plain paragraphs (WikiExtractor, passage files): one lead section, no links."""
     body = clean_block(text)
-    return Page(id=page_id, title=normalize_title(title), text=body,
-                description=first_sentence(body.split("\n", 1)[0]) if body else "",
-                sections=(Section("", 0, body),) if body else ())
+    return Page(
+        id=page_id,
+        title=normalize_title(title),
+        text=body,
+        description=first_sentence(body.split("\n", 1)[0]) if body else "",
+        sections=(Section("", 0, body),) if body else (),
+    )
 
 
 def _convert_chunk(chunk: list[RawPage]) -> list[Result]:
@@ -90,10 +94,13 @@ def _chunks(items: Iterable[RawPage], n: int) -> Iterator[list[RawPage]]:
 class PageStream(Iterator[Page | Redirect]):
     """The stream `read_pages` returns; `.report` is complete once it is exhausted."""
 
-    def __init__(self, inputs: Sequence[Path], workers: int, report: IngestReport) -> None:
+    def __init__(
+        self, inputs: Sequence[Path], workers: int, report: IngestReport, pool=None
+    ) -> None:
         self.report = report
         self._inputs = inputs
         self._workers = workers
+        self._pool = pool
         self._seen: set[str] = set()
         self._max_id = 0
         self._it = self._generate()
@@ -123,8 +130,8 @@ class PageStream(Iterator[Page | Redirect]):
             yield raw
 
     def _generate(self) -> Iterator[Page | Redirect]:
-        pool = None
-        if self._workers > 1:
+        pool = self._pool
+        if pool is None and self._workers > 1:
             pool = multiprocessing.get_context("fork").Pool(self._workers)
         try:
             for path in self._inputs:
@@ -168,14 +175,21 @@ class PageStream(Iterator[Page | Redirect]):
         yield value  # type: ignore[misc]
 
 
-def read_pages(inputs: Sequence[str | PathLike] | str | PathLike, workers: int = 1,
-               report: IngestReport | None = None) -> PageStream:
+def read_pages(
+    inputs: Sequence[str | PathLike] | str | PathLike,
+    workers: int = 1,
+    report: IngestReport | None = None,
+    pool=None,
+) -> PageStream:
     """Stream the articles and redirects of every input, in input order.
 
     Args:
         inputs: files in any supported format (detected from their content).
         workers: processes that parse wikitext; the output does not depend on it.
         report: an `IngestReport` to fill; the stream's `.report` is a new one otherwise.
+        pool: where chunks are parsed instead of a local process pool: anything with
+            multiprocessing.Pool's `apply_async(fn, args).get()` and `terminate()` (the Ray
+            engine's); `workers` then sets how many chunks are in flight per worker.
 
     Raises:
         CorpusError: on an unknown format, a truncated or broken file (while streaming).
@@ -185,4 +199,4 @@ def read_pages(inputs: Sequence[str | PathLike] | str | PathLike, workers: int =
     if not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers={workers!r}: expected an integer >= 1")
     paths = [Path(p) for p in inputs]
-    return PageStream(paths, workers, report if report is not None else IngestReport())
+    return PageStream(paths, workers, report if report is not None else IngestReport(), pool)

@@ -38,7 +38,7 @@ from wikisim.paths import SAMPLE_DUMP, cache_dir
 
 _T = TypeVar("_T")
 
-DenseKind = Literal["auto", "flat", "ivf", "hnsw"]
+DenseKind = Literal["auto", "flat", "ivf", "ivfsq", "ivfpq", "hnsw"]
 _DENSE_KINDS: tuple[str, ...] = get_args(DenseKind)
 
 
@@ -108,8 +108,40 @@ def _hash_record(obj: object) -> bytes:
     return repr(obj).encode("utf-8", "surrogatepass") + b"\n"
 
 
+@dataclass(frozen=True)
+class Engine:
+    """Where parsing and encoding run; never part of the result (same manifest either way)."""
+
+    name: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+
+    def pool(self) -> Any:
+        """A Ray task pool for `read_pages`, or None for the local process pool."""
+        if self.name != "ray":
+            return None
+        from wikisim.index.ray_engine import RayPool
+
+        return RayPool()
+
+    def encoder(self, params: BuildParams) -> tuple[str | None, Any]:
+        """(device, chunk encoder) for the dense stage; (None, None) encodes in this process."""
+        if self.name != "ray":
+            return None, None
+        from wikisim.index.dense import ENCODE_BATCH, GPU_ENCODE_BATCH, resolve_model_path
+        from wikisim.index.ray_engine import cluster_device, ray_encoder
+
+        device = cluster_device()
+        batch = GPU_ENCODE_BATCH if device == "cuda" else ENCODE_BATCH
+        return device, ray_encoder(str(resolve_model_path(params.model_path)), device, batch)
+
+
 def _corpus_stage(
-    inputs: Sequence[Path], tmp: Path, params: BuildParams, workers: int, progress: bool
+    inputs: Sequence[Path],
+    tmp: Path,
+    params: BuildParams,
+    workers: int,
+    progress: bool,
+    engine: Engine = Engine(),
 ) -> dict[str, Any]:
     from wikisim.corpus import PageStoreWriter, read_pages
     from wikisim.corpus.page import Redirect
@@ -124,7 +156,7 @@ def _corpus_stage(
     )
     store = PageStoreWriter(tmp / PAGES)
     passages = PassageStoreWriter(tmp / PASSAGES, pages=tmp / PAGES)
-    stream = read_pages(list(inputs), workers=workers)
+    stream = read_pages(list(inputs), workers=workers, pool=engine.pool())
     bar = tqdm(stream, desc="pages", unit=" page", disable=not progress, mininterval=0.5)
     try:
         for item in bar:
@@ -193,14 +225,25 @@ def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, A
     )
 
 
-def _dense_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
+def _dense_stage(
+    tmp: Path, params: BuildParams, progress: bool, engine: Engine = Engine()
+) -> dict[str, Any]:
     from wikisim.index.dense import build_dense
 
+    device, encoder = engine.encoder(params)
     return _index_stage(
         tmp,
         "dense",
         lambda store, part: build_dense(
-            store, part, model_path=params.model_path, kind=params.dense_index, progress=progress
+            store,
+            part,
+            model_path=params.model_path,
+            kind=params.dense_index,
+            progress=progress,
+            shards=tmp
+            / "dense.shards",  # outside dense.part: a resumed build keeps finished shards
+            device=device,
+            encoder=encoder,
         ),
     )
 
@@ -257,8 +300,13 @@ def build(
     model_path: str | Path | None = None,
     progress: bool = True,
     dense_index: DenseKind = "auto",
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> BuildReport:
     """Build `out` from dump files: page store, passages, bm25s, and optionally Lucene and dense.
+
+    With engine="ray", parsing and dense encoding run on the Ray cluster at `ray_address`
+    (a local one of `workers` CPUs when None); the result is the same as engine="local".
 
     Raises:
         CorpusError: an input is missing, of an unknown format, truncated or broken; the
@@ -270,6 +318,13 @@ def build(
         raise ConfigError("build needs at least one input file (a dump or passage file)")
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"engine must be 'local' or 'ray', got {engine!r}")
+    run_on = Engine(engine, ray_address)
+    if engine == "ray":
+        from wikisim.index.ray_engine import connect
+
+        workers = max(workers, connect(ray_address, num_cpus=workers if workers > 1 else None))
     out = Path(out)
     if out.exists() and not (out / MANIFEST).is_file() and any(out.iterdir()):
         raise ConfigError(
@@ -299,13 +354,13 @@ def build(
     tmp = building_dir(out)
     done = _prepare(tmp, key)
     stages: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-        ("corpus", lambda: _corpus_stage(paths, tmp, params, workers, progress)),
+        ("corpus", lambda: _corpus_stage(paths, tmp, params, workers, progress, run_on)),
         ("bm25s", lambda: _bm25s_stage(tmp, params, progress)),
     ]
     if lucene:
         stages.append(("lucene", lambda: _lucene_stage(tmp, params, progress)))
     if dense:
-        stages.append(("dense", lambda: _dense_stage(tmp, params, progress)))
+        stages.append(("dense", lambda: _dense_stage(tmp, params, progress, run_on)))
     results: dict[str, dict[str, Any]] = {}
     timings: dict[str, float] = {}
     for name, run in stages:

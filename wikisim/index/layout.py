@@ -144,7 +144,7 @@ def prebuilt_path(name: str) -> Path | None:
 
 def _by_name(path: Path) -> Path:
     """A pyserini prebuilt index name resolved to its local directory, else `path` as given."""
-    if path.exists() or len(path.parts) != 1 or not path.name.startswith(("wikipedia-", "msmarco", "beir")):
+    if path.exists() or len(path.parts) != 1:
         return path
     local = prebuilt_path(path.name)
     if local is None:
@@ -152,9 +152,10 @@ def _by_name(path: Path) -> Path:
     if not is_lucene_dir(local):
         raise IndexNotBuiltError(
             f"pyserini prebuilt index {path.name!r} is not downloaded (looked in {local}); fetch it where "
-            f"there is network with `python -c \"from pyserini.search.lucene import LuceneSearcher; "
+            f'there is network with `python -c "from pyserini.search.lucene import LuceneSearcher; '
             f"LuceneSearcher.from_prebuilt_index('{path.name}')\"` and copy that directory here "
-            "(or point PYSERINI_CACHE at a copy)")
+            "(or point PYSERINI_CACHE at a copy)"
+        )
     return local
 
 
