@@ -31,7 +31,7 @@ from wikisim.synth.constraints import (
     Step,
     Target,
 )
-from wikisim.synth.kinds import KIND_NOUN, PERSON, plural
+from wikisim.synth.kinds import KIND_NOUN, PERSON, PLACE, plural
 from wikisim.synth.names import display_name
 
 # relation -> (phrases with the answer as subject and {o} the object,
@@ -411,12 +411,14 @@ _THE_WORDS = frozenset(
 
 
 def name(node: Named, kind: str = "") -> str:
-    """An anchor's name, with "the" where English puts one ("the African Union")."""
-    text = display_name(node.name)
+    """An anchor's name, with "the" where English puts one ("the African Union"); a work's or an
+    organisation's title keeps its parenthesis ("Thomas Jefferson (film)" is not the president)."""
+    text = display_name(node.name) if kind in (PERSON, PLACE, "") else node.name
     words = text.split()
     if (
         kind != PERSON
         and words
+        and "," not in text  # "Apple River, Illinois" is a village's name, not a river
         and words[0] not in ("The", "the")
         and (
             any(w.strip(",") in _THE_WORDS for w in words)
