@@ -16,7 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agent.eval.metrics import breakdowns, summarize
-from agent.eval.report import write_markdown, write_plots
+from agent.eval.report import write_csv, write_markdown, write_plots
 from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.policies import Policy, make_policy
 from agent.rollout.react import Budget
@@ -26,7 +26,14 @@ from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import load_tasks
 from wikisim.flags import config_to_dict
 
-TIMING_KEYS = ("wall_s", "env_s", "policy_s", "episodes_per_s", "generated_tokens_per_s", "env_share")
+TIMING_KEYS = (
+    "wall_s",
+    "env_s",
+    "policy_s",
+    "episodes_per_s",
+    "generated_tokens_per_s",
+    "env_share",
+)
 
 
 @dataclass(frozen=True)
@@ -59,18 +66,33 @@ class EvalConfig:
     first_seed: int = 0
 
     def __post_init__(self) -> None:
-        at_least("EvalConfig", 1, seeds=self.seeds, envs=self.envs, batch_size=self.batch_size,
-                 max_new_tokens=self.max_new_tokens, max_context_tokens=self.max_context_tokens)
+        at_least(
+            "EvalConfig",
+            1,
+            seeds=self.seeds,
+            envs=self.envs,
+            batch_size=self.batch_size,
+            max_new_tokens=self.max_new_tokens,
+            max_context_tokens=self.max_context_tokens,
+        )
         at_least("EvalConfig", 0, limit=self.limit, first_seed=self.first_seed)
 
     @property
     def budget(self) -> Budget:
-        return Budget(max_turns=self.env.max_turns, max_context_tokens=self.max_context_tokens,
-                      max_new_tokens=self.max_new_tokens)
+        return Budget(
+            max_turns=self.env.max_turns,
+            max_context_tokens=self.max_context_tokens,
+            max_new_tokens=self.max_new_tokens,
+        )
 
 
-def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Policy | None = None,
-             progress: bool = True) -> tuple[dict[str, Any], list[Trajectory]]:
+def evaluate(
+    config: EvalConfig,
+    out: str | Path | None = None,
+    *,
+    policy: Policy | None = None,
+    progress: bool = True,
+) -> tuple[dict[str, Any], list[Trajectory]]:
     """Run the episodes; with `out`, write trajectories.jsonl, summary.json, results.md and plots.
 
     Args:
@@ -79,8 +101,14 @@ def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Polic
     tasks = load_tasks(config.env.tasks)
     if config.limit:
         tasks = type(tasks)(list(tasks)[: config.limit], tasks.name)
-    policy = policy or make_policy(config.policy, temperature=config.temperature, top_p=config.top_p,
-                                   batch_size=config.batch_size, tokenizer_path=config.tokenizer, tasks=tasks)
+    policy = policy or make_policy(
+        config.policy,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        batch_size=config.batch_size,
+        tokenizer_path=config.tokenizer,
+        tasks=tasks,
+    )
     envs = make_envs(min(config.envs, len(tasks) * config.seeds), config.env, tasks=tasks)
     budget = config.budget
     jobs = jobs_for(tasks.ids(), range(config.first_seed, config.first_seed + config.seeds))
@@ -106,10 +134,16 @@ def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Polic
         **summarize(trajs, metric="judge" if config.env.reward == "judge" else "em"),
         "breakdowns": breakdowns(trajs, {t.id: t.to_dict() for t in tasks}),
     }
-    generated = sum(len(turn.ids) for t in trajs for turn in t.turns)  # the policy's turns, in tokens
+    generated = sum(
+        len(turn.ids) for t in trajs for turn in t.turns
+    )  # the policy's turns, in tokens
     env_total = sum(t.timings.get("env_s", 0.0) for t in trajs)
-    summary.update(wall_s=wall, episodes_per_s=len(trajs) / wall, generated_tokens_per_s=generated / wall,
-                   env_share=env_total / wall)
+    summary.update(
+        wall_s=wall,
+        episodes_per_s=len(trajs) / wall,
+        generated_tokens_per_s=generated / wall,
+        env_share=env_total / wall,
+    )
     if out is not None:
         write_results(Path(out), summary, trajs)
     return summary, trajs
@@ -118,8 +152,11 @@ def evaluate(config: EvalConfig, out: str | Path | None = None, *, policy: Polic
 def write_results(out: Path, summary: dict[str, Any], trajs: list[Trajectory]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_trajectories(out / "trajectories.jsonl", trajs)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "summary.json").write_text(
+        json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     write_markdown(out / "results.md", [summary])
+    write_csv(out / "results.csv", [summary])
     write_plots(out, trajs, max_turns=summary["config"]["max_turns"], title=summary["policy"])
 
 

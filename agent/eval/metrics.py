@@ -32,20 +32,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """(mean, half-width of the Student-t confidence interval); half-width 0 for one value."""
-    if not values:
-        raise ConfigError("mean_ci of no values; run at least one episode")
-    n = len(values)
-    mean = sum(values) / n
-    if n == 1:
-        return mean, 0.0
-    from scipy.stats import t
-
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, float(t.ppf(0.5 + confidence / 2, n - 1) * math.sqrt(var / n))
-
-
 def success(traj: Trajectory, metric: str = "em") -> float:
     """The per-episode score used for accuracy and pass@k (judge when it was asked for)."""
     return float(traj.metrics.get(metric, 0.0))
@@ -90,6 +76,7 @@ def episode_values(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str,
         "pass@1": [float(success(t, metric) >= 1.0) for t in trajs],
         "tool_calls_total": [float(sum(len(turn.tool_calls) for turn in t.turns)) for t in trajs],
         "turns": [float(len(t.turns)) for t in trajs],
+        "generated_tokens": [float(sum(len(x.ids) for x in t.turns)) for t in trajs],
     }
     if trajs and all("judge" in t.metrics for t in trajs):
         values["judge"] = [t.metrics["judge"] for t in trajs]

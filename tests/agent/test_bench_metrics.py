@@ -10,7 +10,6 @@ from agent.eval.metrics import (
     accuracy_by_turn_budget,
     breakdowns,
     intervals,
-    mean_ci,
     pass_at_k,
     pass_at_ks,
     summarize,
@@ -106,9 +105,3 @@ def test_summary_pools_seeds_and_tasks() -> None:
         "fuzzy": 6,
         "obfuscated": 3,
     }
-
-
-def test_mean_ci() -> None:
-    assert mean_ci([0.5]) == (0.5, 0.0)
-    m, h = mean_ci([1.0, 2.0, 3.0])
-    assert m == 2.0 and h == pytest.approx(4.302652729911275 * 1 / math.sqrt(3))
