@@ -133,7 +133,7 @@ def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
         "--index",
         str(sample_index),
         "--n",
-        "150",
+        "80",
         "--seed",
         "3",
         "--out",
@@ -146,7 +146,7 @@ def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     first = out.read_bytes()
     assert main([*args, "--rebuild-facts"]) == 0 and out.read_bytes() == first
     tasks = read_jsonl(out)
-    assert len(tasks) == 150 and tasks[0].extra["constraints"] and tasks[0].evidence
+    assert len(tasks) == 80 and tasks[0].extra["constraints"] and tasks[0].evidence
     parts = {
         s: [json.loads(line) for line in (tmp_path / f"q-{s}.jsonl").read_text().splitlines()]
         for s in ("train", "dev", "test")
@@ -156,7 +156,7 @@ def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     for t in test:
         assert all(t["wl_hash"] != u["wl_hash"] and t["answer"] != u["answer"] for u in train)
     report = json.loads((tmp_path / "q.report.json").read_text())
-    assert report["run"]["questions"] == 150 and report["facts"]["page_entities"] == 106
+    assert report["run"]["questions"] == 80 and report["facts"]["page_entities"] == 106
 
 
 def test_oracle_solves_through_env_steps_and_search_baseline_does_not(sample_index, sample_run):
