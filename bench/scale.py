@@ -298,13 +298,9 @@ def stage_search(work: Path) -> dict[str, Any]:
 
 def run_stage(name: str, work: Path) -> None:
     """Inside the stage's own process: run it, print its record as one JSON line."""
-    import resource
-
     t0 = time.perf_counter()
     result = globals()[f"stage_{name}"](work)
     result["seconds"] = time.perf_counter() - t0
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result["child_cpu_seconds"] = children.ru_utime + children.ru_stime
     print(json.dumps(result))
 
 
@@ -328,10 +324,12 @@ def measure(name: str, work: Path) -> dict[str, Any]:
         raise RuntimeError(f"stage {name} at {work} failed (exit {proc.returncode})")
     result = json.loads(stdout.strip().splitlines()[-1])
     result["wall_seconds"] = result.pop("seconds")
-    # CPU seconds (user + system, the stage process and the processes it waited for): on a
-    # machine shared with other jobs the wall clock measures the neighbours, not the stage.
-    result["seconds"] = usage.ru_utime + usage.ru_stime + result.pop("child_cpu_seconds", 0.0)
-    result["peak_rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux; the stage process alone
+    # CPU seconds (user + system of the stage process and the processes it waited for, which
+    # wait4 sums in): on a machine shared with other jobs the wall clock measures the neighbours.
+    result["seconds"] = usage.ru_utime + usage.ru_stime
+    result["peak_rss_mb"] = (
+        usage.ru_maxrss / 1024
+    )  # KiB on Linux: the largest of it and its children
     record.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return result
 
@@ -343,44 +341,74 @@ def exponent(xs: list[float], ys: list[float]) -> float | None:
     return float(np.polyfit([p[0] for p in pts], [p[1] for p in pts], 1)[0])
 
 
+def _dense_projection(d: dict[str, Any], passages: float, gpu_rate: float | None) -> dict[str, Any]:
+    """Dense at `passages`: encoding from the measured rate, the index from its own fit.
+
+    The index's CPU time (the stage's less the sample's encoding) is fitted against the
+    passage count (IVF grows faster than linearly: nlist ~ sqrt(n)); its memory is what
+    the stage held besides the index at the largest N plus the index itself, which faiss
+    keeps in RAM while it adds vectors.
+    """
+    docs = d["docs"]
+    index_s = [
+        s - n / r
+        for s, n, r in zip(
+            d["seconds"], d["encode_sample"], d["encode_passages_per_s_1core"], strict=True
+        )
+    ]
+    te = max(1.0, exponent(docs, index_s) or 1.0)
+    index_gb = d["index_mb"][-1] * passages / docs[-1] / 1000
+    rate = d["encode_passages_per_s_1core"][-1]
+    return {
+        "passages": passages,
+        "index_hours_1_core": index_s[-1] * (passages / docs[-1]) ** te / 3600,
+        "index_seconds_exponent": te,
+        "index_gb": index_gb,
+        "shards_gb": d["shards_mb"][-1] * passages / docs[-1] / 1000,
+        "peak_rss_gb": (d["peak_rss_mb"][-1] - d["index_mb"][-1]) / 1000 + index_gb,
+        "recall_at_10_measured": d["recall_at_10"][-1],
+        "encode_hours_cpu_16_cores": passages / (rate * CORES) / 3600,
+        "encode_hours_one_gpu": passages / gpu_rate / 3600
+        if gpu_rate
+        else "needs bench/dense_rate.py on a GPU",
+    }
+
+
 def project(
-    stages: dict[str, dict[str, Any]], words: list[int], dense_rate_gpu: float | None
+    stages: dict[str, dict[str, Any]], words: dict[int, int], dense_rate_gpu: float | None
 ) -> dict[str, Any]:
-    """Each build stage at a full dump: time and memory scaled by words with the fitted exponents."""
+    """Each build stage at a full dump: time and memory scaled by words with the fitted exponents
+    (at least 1 for time: fixed start-up costs flatten small runs' slopes)."""
     out: dict[str, Any] = {
         "machine": f"{CORES} cores, {RAM_GB} GB",
         "scaled_by": "words of article text",
     }
     for target, size in TARGETS.items():
-        factor = size["words"] / words[-1]
         rows: dict[str, Any] = {}
         for name in BUILD_STAGES:
             s = stages.get(name)
-            if not s or not s["seconds"]:
+            if not s or not s["seconds"] or name == "dense":
                 continue
+            factor = size["words"] / words[s["pages"][-1]]  # from the stage's largest run
             te = max(1.0, s["seconds_exponent"] or 1.0)
             re_ = max(0.0, s["rss_exponent"] or 0.0)
-            hours = s["seconds"][-1] * factor**te / PARALLEL.get(name, 1) / 3600
             rows[name] = {
-                "hours": hours,
+                "hours": s["seconds"][-1] * factor**te / PARALLEL.get(name, 1) / 3600,
                 "peak_rss_gb": s["peak_rss_mb"][-1] * factor**re_ / 1000,
                 "disk_gb": s["disk_mb"][-1] * factor / 1000,
             }
-        if "dense" in rows:
-            enc = stages["dense"]["encode_passages_per_s_1core"][-1]
-            passages = size.get("passages", stages["passages"]["passages"][-1] * factor)
-            rows["dense"]["encode_hours_cpu_16_cores"] = passages / (enc * CORES) / 3600
-            rows["dense"]["encode_hours_one_gpu"] = (
-                passages / dense_rate_gpu / 3600
-                if dense_rate_gpu
-                else "needs bench/dense_rate.py on a GPU"
+        sparse = list(rows)
+        if "dense" in stages:
+            p = stages["passages"]
+            passages = size.get(
+                "passages", p["passages"][-1] * size["words"] / words[p["pages"][-1]]
             )
-        sparse = [k for k in ("parse", "page_store", "passages", "bm25s", "lucene") if k in rows]
+            rows["dense"] = _dense_projection(stages["dense"], passages, dense_rate_gpu)
         out[target] = {
             "stages": rows,
             "without_dense_hours": sum(rows[k]["hours"] for k in sparse),
             "without_dense_peak_rss_gb": max(rows[k]["peak_rss_gb"] for k in sparse),
-            "disk_gb": sum(r["disk_gb"] for r in rows.values()),
+            "without_dense_disk_gb": sum(rows[k]["disk_gb"] for k in sparse),
         }
     return out
 
@@ -417,6 +445,11 @@ def main() -> None:
         default=None,
         help="passages/s of one GPU (bench/dense_rate.py) for the dense projection",
     )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: tabulate the stages already measured under OUT/work",
+    )
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -432,16 +465,23 @@ def main() -> None:
     for n in sizes:
         work = args.out / "work" / str(n)
         work.mkdir(parents=True, exist_ok=True)
-        if not (work / "dump.xml").is_file():
+        if not (work / "dump.xml").is_file() and not args.report_only:
             write_dump(replicated(pool, n), work / "dump.xml.part")
             (work / "dump.xml.part").replace(work / "dump.xml")
         records[n] = {}
         for name in wanted:
+            if args.report_only:
+                if (work / f"{name}.json").is_file():
+                    records[n][name] = json.loads(
+                        (work / f"{name}.json").read_text(encoding="utf-8")
+                    )
+                continue
             t0 = time.perf_counter()
             records[n][name] = measure(name, work)
+            r = records[n][name]
             print(
-                f"{n:>8} pages  {name:<10} {records[n][name]['seconds']:8.1f}s  "
-                f"{records[n][name]['peak_rss_mb']:8.0f} MB RSS  ({time.perf_counter() - t0:.0f}s)",
+                f"{n:>8} pages  {name:<10} {r['seconds']:8.1f}s  {r['peak_rss_mb']:8.0f} MB RSS  "
+                f"({time.perf_counter() - t0:.0f}s)",
                 flush=True,
             )
     stages: dict[str, dict[str, Any]] = {}
@@ -467,7 +507,8 @@ def main() -> None:
         },
     }
     if len(parse) == len(sizes) and "passages" in stages:
-        result["projection"] = project(stages, [p["words"] for p in parse], args.gpu_rate)
+        words = {n: records[n]["parse"]["words"] for n in sizes}
+        result["projection"] = project(stages, words, args.gpu_rate)
     result["load"] = os.getloadavg()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scale.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
