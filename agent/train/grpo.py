@@ -115,7 +115,7 @@ def grpo_update(
         logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
         logp = token_logprobs(logits, batch.input_ids[mb])
         ref = None
-        if cfg.kl_coef:
+        if ref_model is not None:  # made when kl_coef > 0
             with torch.no_grad():
                 ref = token_logprobs(ref_model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits,
                                      batch.input_ids[mb])
@@ -196,25 +196,32 @@ class GRPOResult:
     weight_syncs: list[dict[str, Any]]  # one per push to the generation server (empty in-process)
 
 
-def train_grpo(
-    cfg: GRPOConfig,
-    task_ids: Sequence[str],
-    sampler: Sampler,
-    *,
-    dev_ids: Sequence[str] = (),
-    tags: dict[str, dict[str, str]] | None = None,
-    prior: dict[str, float] | None = None,
-    stop_after: int | None = None,
-) -> GRPOResult:
-    """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring."""
-    from accelerate.utils import gather_object
+@dataclass
+class _Run:
+    """What a GRPO run holds between steps: the prepared model and optimizer, the run folder, the
+    curriculum and the generation server's weight sync."""
 
-    if not task_ids:
-        raise ConfigError("GRPO needs training questions; the task set is empty")
+    cfg: GRPOConfig
+    accelerator: Any
+    tokenizer: Any
+    model: Any
+    ref_model: torch.nn.Module | None
+    optimizer: Any
+    scheduler: Any
+    run: RunDir
+    curriculum: Curriculum | None
+    sync: Any
+    start: int
+    pad: int
+
+
+def _prepare(cfg: GRPOConfig, task_ids: Sequence[str], tags: dict[str, dict[str, str]] | None,
+             prior: dict[str, float] | None) -> _Run:
+    """Model, reference model, optimizer, run folder, curriculum and weight sync, resumed where the run stopped."""
     accelerator = make_accelerator(cfg)
-    world = accelerator.num_processes
-    if cfg.questions_per_step % world:
-        raise ConfigError(f"questions_per_step={cfg.questions_per_step} must divide by the {world} processes")
+    if cfg.questions_per_step % accelerator.num_processes:
+        raise ConfigError(f"questions_per_step={cfg.questions_per_step} must divide by the "
+                          f"{accelerator.num_processes} processes")
     tokenizer, model = load_model(cfg, cfg.init_checkpoint)
     ref_model = None
     if cfg.kl_coef:
@@ -237,51 +244,77 @@ def train_grpo(
         sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator,
                           cfg.sync_protocol)
         sync.push(model, start)
+    return _Run(cfg, accelerator, tokenizer, model, ref_model, optimizer, scheduler, run, cur, sync, start, pad)
+
+
+def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -> dict[str, Any]:
+    """Sample this process's share of the step's questions, update, sync the server; the step's record."""
+    cfg, accelerator = r.cfg, r.accelerator
+    per_proc = cfg.questions_per_step // accelerator.num_processes
+    questions = _step_questions(cfg, list(task_ids), step, r.curriculum)
+    mine = questions[accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc]
+    seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
+    t_gen = time.perf_counter()
+    trajs = sampler(accelerator.unwrap_model(r.model), mine, cfg.group_size, seed, cfg.temperature)
+    t_gen = time.perf_counter() - t_gen
+    if len(trajs) != len(mine) * cfg.group_size:
+        raise ConfigError(f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}")
+    metrics = grpo_update(r.model, r.optimizer, r.scheduler, accelerator, trajs, cfg, r.pad, r.ref_model)
+    if r.sync is not None:
+        t_sync = time.perf_counter()
+        r.sync.push(r.model, step + 1)
+        metrics["time_weight_sync"] = time.perf_counter() - t_sync
+    stats = {k: global_sum(accelerator, v) for k, v in rollout_stats(trajs).items()}
+    n = stats.pop("n")
+    record: dict[str, Any] = {"step": step + 1, **{k: v / n for k, v in stats.items()}, **metrics,
+                              "time_generate": t_gen}
+    if r.curriculum is not None:
+        from accelerate.utils import gather_object
+
+        results = [(t.task_id, solved(t)) for t in trajs]
+        retired = r.curriculum.update(gather_object(results) if accelerator.num_processes > 1 else results)
+        record["retired"] = len(retired)
+        record["pool"] = r.curriculum.composition()
+    return record
+
+
+def train_grpo(
+    cfg: GRPOConfig,
+    task_ids: Sequence[str],
+    sampler: Sampler,
+    *,
+    dev_ids: Sequence[str] = (),
+    tags: dict[str, dict[str, str]] | None = None,
+    prior: dict[str, float] | None = None,
+    stop_after: int | None = None,
+) -> GRPOResult:
+    """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring."""
+    if not task_ids:
+        raise ConfigError("GRPO needs training questions; the task set is empty")
+    r = _prepare(cfg, task_ids, tags, prior)
     history: list[dict[str, Any]] = []
-    per_proc = cfg.questions_per_step // world
-    for step in range(start, cfg.steps):
+    for step in range(r.start, cfg.steps):
         t0 = time.perf_counter()
-        questions = _step_questions(cfg, list(task_ids), step, cur)
-        mine = questions[accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc]
-        unwrapped = accelerator.unwrap_model(model)
-        seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
-        t_gen = time.perf_counter()
-        trajs = sampler(unwrapped, mine, cfg.group_size, seed, cfg.temperature)
-        t_gen = time.perf_counter() - t_gen
-        if len(trajs) != len(mine) * cfg.group_size:
-            raise ConfigError(f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}")
-        metrics = grpo_update(model, optimizer, scheduler, accelerator, trajs, cfg, pad, ref_model)
-        if sync is not None:
-            t_sync = time.perf_counter()
-            sync.push(model, step + 1)
-            metrics["time_weight_sync"] = time.perf_counter() - t_sync
-        stats = {k: global_sum(accelerator, v) for k, v in rollout_stats(trajs).items()}
-        n = stats.pop("n")
-        record: dict[str, Any] = {"step": step + 1, **{k: v / n for k, v in stats.items()}, **metrics}
-        if cur is not None:
-            results = gather_object([(t.task_id, solved(t)) for t in trajs]) if world > 1 else \
-                [(t.task_id, solved(t)) for t in trajs]
-            retired = cur.update(results)
-            record["retired"] = len(retired)
-            record["pool"] = cur.composition()
+        record = _train_step(r, sampler, task_ids, step)
         done = step + 1
         t_dev = time.perf_counter()
         if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):
-            ev = evaluate(sampler, accelerator.unwrap_model(model), dev_ids, cfg.dev_k, cfg.seed * 7 + 1,
-                          cfg.temperature, accelerator)
+            ev = evaluate(sampler, r.accelerator.unwrap_model(r.model), dev_ids, cfg.dev_k, cfg.seed * 7 + 1,
+                          cfg.temperature, r.accelerator)
             record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
-        t_dev = time.perf_counter() - t_dev
-        record["time_generate"], record["time_dev_eval"] = t_gen, t_dev
-        record["time_step"] = time.perf_counter() - t0 - t_dev  # the training step, without the dev evaluation
-        record["time_other"] = record["time_step"] - t_gen - metrics["time_train"] - metrics.get("time_weight_sync", 0.0)
-        run.log(record)
+        record["time_dev_eval"] = time.perf_counter() - t_dev
+        record["time_step"] = time.perf_counter() - t0 - record["time_dev_eval"]  # the training step alone
+        record["time_other"] = (record["time_step"] - record["time_generate"] - record["time_train"]
+                                - record.get("time_weight_sync", 0.0))
+        r.run.log(record)
         history.append(record)
         stopping = bool(stop_after) and len(history) >= (stop_after or 0)
         if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps or stopping:
-            run.save(done, {"curriculum": cur.state_dict() if cur else None})
+            r.run.save(done, {"curriculum": r.curriculum.state_dict() if r.curriculum else None})
         if stopping:
-            return GRPOResult(final_dir="", history=history, steps=done, weight_syncs=sync.history if sync else [])
-    final = run.save_final(model, tokenizer)
-    if accelerator.is_main_process:
-        plot_curves(run.metrics_path, run.root / "curves.png", CURVES)
-    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps, weight_syncs=sync.history if sync else [])
+            return GRPOResult(final_dir="", history=history, steps=done, weight_syncs=r.sync.history if r.sync else [])
+    final = r.run.save_final(r.model, r.tokenizer)
+    if r.accelerator.is_main_process:
+        plot_curves(r.run.metrics_path, r.run.root / "curves.png", CURVES)
+    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps,
+                      weight_syncs=r.sync.history if r.sync else [])

@@ -143,12 +143,16 @@ def policy_gradient_loss(
         per_token = -adv * ratio
         clipped = torch.zeros_like(per_token)
     else:
+        if old_logprobs is None:
+            raise ConfigError(f"clip_eps={clip_eps} compares with the sampler's log-probs: pass old_logprobs")
         ratio = torch.exp(logprobs - old_logprobs)
         unclipped = -adv * ratio
         clipped_obj = -adv * torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
         per_token = torch.maximum(unclipped, clipped_obj)
         clipped = (clipped_obj > unclipped).float()
     if kl_coef:
+        if ref_logprobs is None:
+            raise ConfigError(f"kl_coef={kl_coef} needs the reference model's log-probs: pass ref_logprobs")
         delta = ref_logprobs - logprobs
         kl_tok = torch.exp(delta) - delta - 1  # k3: unbiased, always >= 0
     else:

@@ -9,17 +9,11 @@ import pytest
 from agent.rollout.models import tiny_model
 from agent.rollout.policies.scripted import SearchAnswerPolicy
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
-from agent.rollout.react import (
-    Budget,
-    ChatFormat,
-    Episode,
-    Generation,
-    extract_answer,
-    format_tool_call,
-    tool_names,
-)
+from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import read_trajectories, write_trajectories
+from fakes.turns import extract_answer, tool_names
 from wikisim.errors import ConfigError
+from wikisim.tools.protocol import format_tool_call
 
 SHORT = Budget(max_new_tokens=24)
 TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]

@@ -184,7 +184,9 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         return obs, 0.0, False, truncated, info
 
     def _run(self, parsed: Action) -> tuple[str, dict[str, Any]]:
-        responses, calls, latency = [], [], {}
+        responses: list[str] = []
+        calls: list[dict[str, Any]] = []
+        latency: dict[str, float] = {}
         errors = malformed = 0
         for item in parsed.items:
             if isinstance(item, CallError):

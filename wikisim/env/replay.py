@@ -12,12 +12,15 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
 from wikisim import __version__
 from wikisim.errors import TaskError
+
+if TYPE_CHECKING:
+    from wikisim.env.core import WikiSimEnv
 
 RECORD_FORMAT = 1
 
@@ -83,7 +86,7 @@ class RecordEpisodes(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._flush()
         obs, info = self.env.reset(seed=seed, options=options)
-        base = self.env.unwrapped
+        base = cast("WikiSimEnv", self.env.unwrapped)
         self._header = {"manifest_hash": base.manifest_hash, "version": __version__, "task_id": info["task_id"],
                         "seed": seed, "env": {**base.config.to_dict(), "tasks_name": base.tasks.name}, "reset_sha256": digest(obs)}
         return obs, info

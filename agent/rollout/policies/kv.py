@@ -12,9 +12,13 @@ positions are baked into the keys, so a row's real columns are all it needs), an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
+
+if TYPE_CHECKING:  # the layer kinds transformers' Cache is typed with
+    from transformers.cache_utils import CacheLayerMixin, DummyLayer, LinearAttentionCacheLayerMixin
 
 Past = tuple[tuple[torch.Tensor, torch.Tensor], ...]  # per layer (keys, values), [kv_heads, length, head_dim]
 
@@ -61,7 +65,7 @@ def batch_cache(pasts: Sequence[Past | None], room: int) -> tuple[Cache | None, 
     if width == 0:
         return None, mask
     ref = next(p for p in pasts if p)[0][0]
-    layers = []
+    layers: list[CacheLayerMixin | LinearAttentionCacheLayerMixin | DummyLayer] = []
     for layer in range(len(next(p for p in pasts if p))):
         k = ref.new_zeros((len(pasts), ref.shape[0], width, ref.shape[-1]))
         v = torch.zeros_like(k)
@@ -78,12 +82,21 @@ def batch_cache(pasts: Sequence[Past | None], room: int) -> tuple[Cache | None, 
 
 def buffered(cache: Cache, room: int) -> Cache:
     """The same keys and values in `BufferedLayer`s with `room` more tokens each."""
-    return Cache(layers=[BufferedLayer(layer.keys, layer.values, room) for layer in cache.layers])
+    return Cache(layers=[BufferedLayer(*_kv(layer), room) for layer in cache.layers])
 
 
 def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
     """Row `row`'s keys and values at the given columns (its real tokens), copied out of the batch."""
-    return tuple((layer.keys[row][:, columns].clone(), layer.values[row][:, columns].clone()) for layer in cache.layers)
+    return tuple((k[row][:, columns].clone(), v[row][:, columns].clone()) for k, v in map(_kv, cache.layers))
+
+
+def _kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """A filled attention layer's keys and values (transformers types a cache's layers as a union of
+    kinds, some without keys, and the keys as optional until the first update)."""
+    keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+    if keys is None or values is None:
+        raise TypeError(f"{type(layer).__name__} holds no keys and values: the KV store needs attention layers")
+    return keys, values
 
 
 class KVStore:

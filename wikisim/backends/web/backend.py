@@ -96,7 +96,7 @@ class WebBackend(Executor):
                   fetch_allow: Sequence[str]) -> Any:
         if name == "direct":
             return DirectFetch(client=self.client, timeout_s=timeout_s, allow=fetch_allow)
-        kw = {"api_key": env[KEY_VARS[name]], "client": self.client, "timeout_s": timeout_s,
+        kw: dict[str, Any] = {"api_key": env[KEY_VARS[name]], "client": self.client, "timeout_s": timeout_s,
               "base_url": (env.get(BASE_VARS[name]) or DEFAULT_BASES[name]).rstrip("/")}
         if name == "jina":
             return JinaReader(**kw)

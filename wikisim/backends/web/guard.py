@@ -70,4 +70,4 @@ def _resolve(host: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:  # as httpx's failed connect would: maybe a DNS blip
         raise TransientBackendError(f"cannot resolve the host ({type(e).__name__})") from e
-    return [info[4][0] for info in infos]
+    return [str(info[4][0]) for info in infos]

@@ -34,7 +34,7 @@ class _Provider:
 
 
 def _hits(results: list, k: int) -> list[Hit]:
-    hits = []
+    hits: list[Hit] = []
     for item in results:
         if isinstance(item, dict) and isinstance(item.get("link"), str) and item["link"]:
             rank = len(hits) + 1
@@ -124,7 +124,7 @@ class SerpAPIScholar(SerpAPISearch):
             items = [i for i in self._get("google_scholar", q, k) if isinstance(i, dict)]
             hits = []
             for rank, i in enumerate(items[:k], 1):
-                info = i.get("publication_info") if isinstance(i.get("publication_info"), dict) else {}
+                info: dict[str, Any] = i["publication_info"] if isinstance(i.get("publication_info"), dict) else {}
                 names = tuple(a["name"] for a in info.get("authors", []) if isinstance(a, dict) and "name" in a)
                 hits.append(_scholar_hit(rank, str(i.get("title", "")), str(i.get("link", "")),
                                          str(info.get("summary", "")), None, names))
