@@ -61,7 +61,26 @@ _DATES = frozenset(
     for a, (vp, *_) in ATTRIBUTES.items()
     if "{v}" in vp and a in ("birth_date", "death_date", "founded", "released", "opened")
 )
-MAX_NEIGHBOURS = 12  # typed neighbours of one entity considered per question
+MAX_NEIGHBOURS = 12
+# relations an entity has one value of (two at most: a city and its country): negation and
+# counting only over these, where "not related" can be read from the other values
+FUNCTIONAL = frozenset(
+    (
+        "born_in",
+        "died_in",
+        "buried_in",
+        "director",
+        "author",
+        "composer",
+        "headquarters",
+        "capital",
+        "largest_city",
+        "country",
+        "place",
+        "launch_site",
+        "flows_into",
+    )
+)  # typed neighbours of one entity considered per question
 Edge = tuple[int, str, int]
 
 
@@ -212,23 +231,38 @@ class FactFinder:
         facts += self.comparisons(x, near, pool)
         return facts
 
-    def decoys(self, x: int, step: Step, kind: str, pool: list[int]) -> list[int]:
-        """Entities of `kind` that the fact `step` links to someone else, but not to x."""
+    def decoys(self, x: int, step: Step, pool: list[int]) -> list[int]:
+        """Entities of the step's kind that the table shows are NOT related to x by `step`.
+
+        Absence of a fact is no evidence (the table is incomplete), so only a functional
+        relation counts, and only where the other side's own value is known and unrelated:
+        "not born in Z" needs x's birthplace known and Z not containing or inside it; "is not
+        the birthplace of A" needs A's birthplace known, not x and not inside or around x."""
+        db = self.db
+        if step.relation not in FUNCTIONAL:
+            return []
+
+        def apart(values: set[int], other: int) -> bool:
+            return other not in values and not any(db.relations(other, v) for v in values)
+
         out = []
         for z in pool:
-            if db_kind(self.db, z) != kind or self.solver.path_holds(
-                Path((step,), Named(z, "")), x
-            ):
+            if db_kind(db, z) != step.kind or z == x:
                 continue
-            if self.solver.path_set(Path((step,), Named(z, ""))):
+            if step.direction == "out":
+                ok = apart(db.objects(x, step.relation), z) and bool(db.objects(x, step.relation))
+            else:
+                theirs = db.objects(z, step.relation)
+                ok = bool(theirs) and apart(theirs, x)
+            if ok:
                 out.append(z)
         return out
 
     def exclusions(self, x: int, near: list[tuple[Step, int, Edge]], pool: list[int]) -> list[Fact]:
         """Negation ("was not born in Z") and counting ("exactly two of A, B and C")."""
         out: list[Fact] = []
-        for step, _, _ in near[:3]:
-            decoys = self.decoys(x, step, step.kind, pool)
+        for step, _, _ in [t for t in near if t[0].relation in FUNCTIONAL][:3]:
+            decoys = self.decoys(x, step, pool)
             if not decoys:
                 continue
             z = decoys[self.rng.randrange(len(decoys))]
