@@ -18,8 +18,12 @@ def _words(n: int, word: str) -> str:
 def page() -> Page:
     lead = "\n".join([_words(60, "alpha"), _words(60, "beta"), _words(60, "gamma")])
     history = "\n".join([_words(30, "delta"), _words(400, "epsilon")])
-    return Page(id=7, title="Test page", text=lead + "\n" + history,
-                sections=(Section("", 0, lead), Section("History", 2, history), Section("Empty", 2, "")))
+    return Page(
+        id=7,
+        title="Test page",
+        text=lead + "\n" + history,
+        sections=(Section("", 0, lead), Section("History", 2, history), Section("Empty", 2, "")),
+    )
 
 
 def test_split_page_respects_sections_paragraphs_and_budget(page: Page) -> None:
@@ -44,7 +48,9 @@ def test_smaller_budget_gives_more_passages(page: Page) -> None:
 
 def test_page_without_sections_uses_its_text() -> None:
     passages = split_page(Page(id=3, title="Plain", text="One sentence here. And another."), 150)
-    assert [(p.docid, p.section, p.text) for p in passages] == [("3#0", "", "One sentence here. And another.")]
+    assert [(p.docid, p.section, p.text) for p in passages] == [
+        ("3#0", "", "One sentence here. And another.")
+    ]
 
 
 def test_passage_store_roundtrip(tmp_path, page: Page) -> None:
@@ -61,14 +67,19 @@ def test_passage_store_roundtrip(tmp_path, page: Page) -> None:
     last = len(store) - 1
     assert store.docids([0, last]) == {0: "7#0", last: "9#0"}
     assert store.by_rows([last]) == {last: other[0]}
-    assert store.docids([last, 10_000]) == {last: "9#0"}  # served from the cache, unknown rows left out
+    assert store.docids([last, 10_000]) == {
+        last: "9#0"
+    }  # served from the cache, unknown rows left out
+    assert store.titles(["9#0", "7#0", "9#1", "x#0", "12#0"]) == {"9#0": "Other", "7#0": page.title}
     with pytest.raises(IndexNotBuiltError, match="no passage store"):
         PassageStore(tmp_path / "missing.sqlite")
 
 
 def test_snippet_is_query_focused_capped_and_deterministic() -> None:
-    text = ("Paris is the capital of France. The Seine flows through it. "
-            "Its museums include the Louvre, the largest art museum. Bread is sold everywhere.")
+    text = (
+        "Paris is the capital of France. The Seine flows through it. "
+        "Its museums include the Louvre, the largest art museum. Bread is sold everywhere."
+    )
     s = snippet(text, "which museum is the largest", max_chars=80)
     assert s == "Its museums include the Louvre, the largest art museum."
     assert snippet(text, "which museum is the largest", max_chars=80) == s

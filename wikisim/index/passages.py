@@ -265,6 +265,7 @@ class PassageStore:
             self._text_store = PageStore(path.parent / meta["text_in"])
         self._pages: OrderedDict[int, list[Passage]] = OrderedDict()
         self._docid_of: dict[int, str] = {}
+        self._title_of: dict[int, tuple[str, int]] = {}  # page id -> (title, passages)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -331,6 +332,30 @@ class PassageStore:
                 if r not in known and (where := self._locate(r)) is not None:
                     known[r] = f"{where[0]}#{where[1]}"
             return {r: known[r] for r in map(int, rows) if r in known}
+
+    def titles(self, docids: Sequence[str]) -> dict[str, str]:
+        """Docid -> its page's title, from the passage records alone (no page text decoded).
+
+        What a title-aware ranking reads for every candidate (200 a list): titles are short
+        and never change, so each page's stays known once read, like `docids`.
+        """
+        out: dict[str, str] = {}
+        with self._lock:
+            known = self._title_of
+            wanted = {w[0] for d in docids if (w := _split_docid(d)) is not None}
+            missing = [p for p in wanted if p not in known]
+            for i in range(0, len(missing), 500):
+                part = missing[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for page_id, n, body in self._db.execute(
+                    f"SELECT page_id, n, body FROM pages WHERE page_id IN ({marks})", part
+                ):
+                    known[page_id] = (unpack(body)[0], n)
+            for d in docids:
+                w = _split_docid(d)
+                if w is not None and w[0] in known and w[1] < known[w[0]][1]:
+                    out[d] = known[w[0]][0]
+        return out
 
     def by_docids(self, docids: Sequence[str]) -> dict[str, Passage]:
         out: dict[str, Passage] = {}

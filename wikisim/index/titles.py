@@ -48,10 +48,12 @@ class TitleBooster:
         if weight == 0.0 or not ranked:
             return ranked
         weights = {t: weight * self.idf(t) for t in set(terms(query))}
-        found = self.passages.by_docids([d for d, _ in ranked])
+        found = self.passages.titles([d for d, _ in ranked])
         out = []
         for docid, score in ranked:
-            passage = found.get(docid)
-            bonus = sum(weights.get(t, 0.0) for t in title_terms(passage.title)) if passage else 0.0
+            title = found.get(docid)
+            bonus = (
+                sum(weights.get(t, 0.0) for t in title_terms(title)) if title is not None else 0.0
+            )
             out.append((docid, score + bonus))
         return top_k(out, len(out))
