@@ -57,6 +57,9 @@ def test_articles_numbers_and_ordinals_read_as_english():
     ]
     assert range_words(2e6, 3e6) == "between two and three million"
     assert range_words(40000, 50000) == "between 40,000 and 50,000"
+    assert (
+        range_words(10, 20) == "between 10 and 20" and range_words(2, 3) == "between two and three"
+    )
 
 
 def test_negation_and_agreement():

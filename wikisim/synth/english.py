@@ -309,6 +309,8 @@ def range_words(lo: float, hi: float) -> str:
     for scale, word in ((1e9, "billion"), (1e6, "million")):
         if lo >= scale and hi >= scale:
             return f"between {number(lo / scale)} and {number(hi / scale)} {word}"
+    if hi > 12 >= lo:  # both ends in one style: "between 10 and 20", not "between ten and 20"
+        return f"between {lo:,.0f} and {number(hi)}"
     return f"between {number(lo)} and {number(hi)}"
 
 
