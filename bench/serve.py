@@ -1,7 +1,7 @@
 """Throughput and latency of `wikisim serve` (BM25 search) vs the in-process backend, same run.
 
 Usage: .venv/bin/python -m bench.serve [--index DIR] [--requests 3000] [--clients 16 64 200] [--workers 1]
-                                       [--routes search retrieve serper jina]
+                                       [--routes search retrieve serper jina] [--retriever bm25s]
 
 Routes: `search` (POST /search, k=10), `retrieve` (Search-R1's POST /retrieve, topk=3 with
 scores), `serper` (POST /serper/search, num=10), `jina` (GET /jina/<page URL>); each answer is
@@ -44,9 +44,10 @@ def digest(hits: list) -> str:
     return hashlib.sha256(repr(hits).encode()).hexdigest()
 
 
-def start_server(index: Path, memo_size: int, workers: int) -> tuple[subprocess.Popen, str]:
+def start_server(index: Path, memo_size: int, workers: int, retriever: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "wikisim", "serve", "--index", str(index), "--port", "0",
-                             "--memo-size", str(memo_size), "--workers", str(workers)], stdout=subprocess.PIPE, text=True)
+                             "--memo-size", str(memo_size), "--workers", str(workers), "--retriever", retriever],
+                            stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
@@ -189,6 +190,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[16, 64, 200])
     parser.add_argument("--routes", nargs="+", default=list(ROUTES), choices=ROUTES)
     parser.add_argument("--workers", type=int, default=1, help="wikisim serve --workers")
+    parser.add_argument("--retriever", default="bm25s", help="wikisim serve --retriever, and the baseline's")
     args = parser.parse_args()
     from wikisim.backends.wiki import WikiBackend
 
@@ -197,7 +199,7 @@ def main() -> None:
 
         args.index = ensure_sample_index()
     load_start = os.getloadavg()[0]
-    local = WikiBackend(args.index, retriever="bm25s")
+    local = WikiBackend(args.index, retriever=args.retriever)
     queries = [title for _, title in local.index.store.titles()][:200]
     expected = {route: {q: expected_answer(route, local, q) for q in queries} for route in args.routes}
 
@@ -211,7 +213,7 @@ def main() -> None:
 
     levels = []
     for memo_size in (0, 4096):  # cold: every request searches; hot: repeated queries come from the memo
-        proc, url = start_server(args.index, memo_size, args.workers)
+        proc, url = start_server(args.index, memo_size, args.workers, args.retriever)
         try:
             for route in args.routes:
                 for c in tqdm(args.clients, desc=f"{route} memo {memo_size}", leave=False):
