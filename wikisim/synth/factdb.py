@@ -11,6 +11,7 @@ relation implies. Reads go through small per-process caches.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Protocol
 from wikisim.corpus.page import Page, Redirect, normalize_title, title_to_url
 from wikisim.errors import ConfigError
 from wikisim.synth.facts import DOMAIN, RANGE, fits, page_facts
-from wikisim.synth.kinds import ANSWER_KINDS, CONCEPT, PERSON, title_kind
+from wikisim.synth.kinds import ANSWER_KINDS, CONCEPT, ORG, PERSON, title_kind
 from wikisim.synth.mentions import MentionFinder
 
 SCHEMA_VERSION = "facts-1"
@@ -215,6 +216,8 @@ def _resolve(db: sqlite3.Connection, max_page: int) -> None:
         title = titles[0]
         if kind == PERSON and " " not in title:
             kind = CONCEPT  # "influenced by Buddhism": a one-word name is no evidence of a person
+        elif _ORG_NAME.search(title):
+            kind = ORG  # "produced by Hammer Film Productions": a company, whatever the relation expects
         db.execute(
             "INSERT INTO entity(id, title, kind, noun, page) VALUES (?, ?, ?, '', 0)",
             (next_id, title, title_kind(title) or kind or CONCEPT),
@@ -237,6 +240,13 @@ def _resolve(db: sqlite3.Connection, max_page: int) -> None:
         db.execute(
             "INSERT OR IGNORE INTO rel VALUES (?, ?, ?, ?, ?, ?)", (s, r, o, evidence, url, source)
         )
+
+
+_ORG_NAME = re.compile(
+    r"\b(?:Productions|Pictures|Studios|Records|Entertainment|Films|Company|Corporation|Inc|Ltd|Press|Publishing|"
+    r"Media|Network|Bank|University|College|School|Society|Association|Party|Club|Council|Institute|Foundation|"
+    r"Agency|Academy|Orchestra)\b"
+)
 
 
 def _mark_hubs(db: sqlite3.Connection) -> None:
@@ -299,11 +309,13 @@ class FactDB:
         self.path = state["path"]
         self._open()
 
-    def _entity(self, n: int) -> Ent | None:
+    def _entity(self, n: int) -> Ent:
         row = self.db.execute(
             "SELECT id, title, kind, noun, page, hub FROM entity WHERE id = ?", (n,)
         ).fetchone()
-        return Ent(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5])) if row else None
+        if row is None:  # ids come from this table's own facts: a miss is a corrupt or foreign id
+            raise KeyError(f"no entity {n} in the fact table {self.path}")
+        return Ent(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]))
 
     def _out(self, n: int) -> tuple[tuple[str, int, str], ...]:
         """(relation, object, object's kind) of n's facts: one query serves the walk and the kinds."""
