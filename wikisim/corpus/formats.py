@@ -164,7 +164,7 @@ def _jsonl(path: Path, stream: BinaryIO, fmt: str) -> Iterator[RawPage]:
                 yield _extracted(str(rec.get("id", "")), title, text.split("\n"))
         return
     seekable = isinstance(stream, io.BufferedReader)
-    src: BinaryIO = stream if seekable else tempfile.TemporaryFile()  # type: ignore[assignment]  # noqa: SIM115
+    src: BinaryIO = stream if seekable else tempfile.TemporaryFile()  # noqa: SIM115
     try:
         offsets: dict[str, list[int]] = {}
         pos = 0

@@ -37,13 +37,14 @@ def convert(raw: RawPage) -> Result:
             return ("skip", raw.body)
         if raw.kind == "redirect":
             return _redirect(raw.title, raw.body)
+        page_id = raw.page_id if raw.page_id is not None else 0  # the reader numbers pages before converting
         if raw.kind == "wiki":
             m = _REDIRECT.match(raw.body)
             if m:
                 return _redirect(raw.title, m.group(1))
-            page = parse_wikitext(raw.page_id, raw.title, raw.body)
+            page = parse_wikitext(page_id, raw.title, raw.body)
         else:
-            page = text_page(raw.page_id, raw.title, raw.body)
+            page = text_page(page_id, raw.title, raw.body)
         if not page.text:
             return ("skip", "empty text: nothing readable after parsing")
         return ("page", page)
@@ -122,9 +123,9 @@ class PageStream(Iterator[Page | Redirect]):
                 yield raw._replace(kind="skip", body=f"duplicate title: {key!r} was read before")
                 continue
             self._seen.add(key)
-            if raw.page_id is None:
-                raw = raw._replace(page_id=self._max_id + 1)
-            self._max_id = max(self._max_id, raw.page_id)
+            page_id = self._max_id + 1 if raw.page_id is None else raw.page_id
+            raw = raw._replace(page_id=page_id)
+            self._max_id = max(self._max_id, page_id)
             if raw.kind == "wiki":
                 self.report.wikitext_bytes += len(raw.body.encode("utf-8"))
             yield raw

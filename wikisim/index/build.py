@@ -339,7 +339,7 @@ def build(
     )
     paths = [Path(p) for p in inputs]
     records = [_input_record(p) for p in paths]
-    versions = package_versions()
+    versions: dict[str, Any] = package_versions()
     if dense:
         from wikisim.index.dense import model_record
 
@@ -399,7 +399,7 @@ def build(
 
 
 def _params_record(params: BuildParams) -> dict[str, Any]:
-    record = {"passage_words": params.passage_words, "dense": params.dense, "lucene": params.lucene}
+    record: dict[str, Any] = {"passage_words": params.passage_words, "dense": params.dense, "lucene": params.lucene}
     if params.dense:
         record["dense_index"] = params.dense_index
     return record

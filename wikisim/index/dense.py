@@ -7,6 +7,7 @@ hash goes in the manifest and is checked when the index is opened.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shutil
@@ -372,8 +373,8 @@ class DenseRetriever(RankedRetriever):
         if "nprobe" in info:
             faiss.extract_index_ivf(self.index).nprobe = info["nprobe"]
         if "efSearch" in info:
-            self.index.hnsw.efSearch = info["efSearch"]
-        self.passages = passages
+            cast(Any, self.index).hnsw.efSearch = info["efSearch"]  # an HNSW index (faiss's Python types lack it)
+        self.passages: PassageStore = passages
         self.manifest_hash = manifest_hash
 
     def encode(self, queries: list[str]) -> np.ndarray:
@@ -406,4 +407,4 @@ class DenseRetriever(RankedRetriever):
             docid = self.passages.docids([r for r, _ in kept])
             return [(docid[r], s) for r, s in kept]
 
-        return [cut_at(lambda n, v=v: fetch(v, n), depth) for v in self.encode(queries)]
+        return [cut_at(functools.partial(fetch, v), depth) for v in self.encode(queries)]

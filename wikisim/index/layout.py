@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
 from wikisim.index.base import Retriever
 from wikisim.index.manifest import FORMAT, MANIFEST, manifest_hash, read_manifest, sha256_file
 from wikisim.index.passages import PassageStore
+from wikisim.index.ranked import RankedRetriever
 
 if TYPE_CHECKING:
     from wikisim.corpus import PageStore
@@ -71,6 +72,12 @@ class Index:
     def passages(self) -> PassageStore | None:
         return None if self.prebuilt else PassageStore(self.path / PASSAGES)
 
+    def require_passages(self) -> PassageStore:
+        """The passage store, or why this index has none (a bare Lucene index)."""
+        if self.passages is None:
+            raise IndexNotBuiltError(f"{self.path} is a bare Lucene index: it has no passage store; {_fix(self.path)}")
+        return self.passages
+
     @property
     def backends(self) -> tuple[str, ...]:
         """The backends this directory can serve."""
@@ -97,7 +104,7 @@ class Index:
         if backend == "bm25s":
             from wikisim.index.sparse_bm25s import BM25sRetriever
 
-            return BM25sRetriever(self.path / "bm25s", self.passages, self.manifest_hash)
+            return BM25sRetriever(self.path / "bm25s", self.require_passages(), self.manifest_hash)
         if backend == "lucene":
             from wikisim.index.sparse_lucene import LuceneRetriever
 
@@ -107,12 +114,13 @@ class Index:
             from wikisim.index.dense import DenseRetriever
 
             return DenseRetriever(
-                self.path / "dense", self.passages, self.manifest, self.manifest_hash
+                self.path / "dense", self.require_passages(), self.manifest, self.manifest_hash
             )
         from wikisim.index.hybrid import HybridRetriever
 
         sparse = "bm25s" if "bm25s" in self.backends else "lucene"
-        return HybridRetriever(self.retriever(sparse), self.retriever("dense"), self.manifest_hash)
+        sparse_r, dense_r = (cast(RankedRetriever, self.retriever(name)) for name in (sparse, "dense"))
+        return HybridRetriever(sparse_r, dense_r, self.manifest_hash)
 
 
 def _prebuilt_manifest(path: Path) -> dict[str, Any]:

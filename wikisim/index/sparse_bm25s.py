@@ -136,7 +136,7 @@ class BM25sRetriever(RankedRetriever):
                 f"no bm25s index in {path}; rebuild with `wikisim build INPUT... --out {path.parent}`"
             )
         self.model = bm25s.BM25.load(str(path), mmap=True, show_progress=False)
-        self.passages = passages
+        self.passages: PassageStore = passages
         self.manifest_hash = manifest_hash
         scores = self.model.scores
         self._num_docs = int(scores["num_docs"])

@@ -9,6 +9,7 @@ made from its stored documents.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable
@@ -81,8 +82,10 @@ class LuceneRetriever(RankedRetriever):
         self.manifest_hash = manifest_hash
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
-        return [cut_at(lambda n, q=q: [(h.docid, float(h.score)) for h in self.searcher.search(q, n)], depth)
-                for q in queries]
+        def fetch(query: str, n: int) -> Ranked:
+            return [(h.docid, float(h.score)) for h in self.searcher.search(query, n)]
+
+        return [cut_at(functools.partial(fetch, q), depth) for q in queries]
 
     def hits(self, query: str, ranked: Ranked) -> list[Hit]:
         if self.passages is not None:

@@ -65,7 +65,7 @@ class CompatRoutes:
                 f"the compatible routes need a local index backend (WikiBackend), got {backend!r}"
             )
         self.backend, self.limits = backend, limits
-        self.store, self.passages = backend.index.store, backend.index.passages
+        self.store, self.passages = backend.index.store, backend.index.require_passages()
 
     def endpoints(self) -> dict[str, Endpoint]:
         return {

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -77,7 +77,7 @@ class Metrics:
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, int]] = Counter()
         self.buckets: Counter[tuple[str, float]] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
         self.count: Counter[str] = Counter()
         self.memo_hits = 0
 
@@ -112,7 +112,7 @@ class _Handlers:
         self.memo: OrderedDict[str, Reply] = OrderedDict()
         self.endpoints = {name: Endpoint(name, self._args_for(name), self._answer)
                           for name in ("search", "visit", "scholar")}
-        self.endpoints.update(CompatRoutes(backend, limits).endpoints())
+        self.endpoints.update(CompatRoutes(cast("WikiBackend", backend), limits).endpoints())  # serve runs the wiki backend
 
     async def _body(self, request: Request) -> Any:
         declared = request.headers.get("content-length")
