@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-llm", action="store_true", help="scripted baselines only")
     args = parser.parse_args(argv)
     print("building the bundled sample index (once; cached) ...", flush=True)
-    index = ensure_sample_index()
+    index = ensure_sample_index(dense=True)  # the default retriever, hybrid, reads the dense index
     summaries = []
     for name, policy, overrides in LINEUP:
         if args.skip_llm and name.startswith("smollm2"):

@@ -119,7 +119,10 @@ def hybrid_lists(
             hybrid.titles.boost(q, r, params.title_weight)
             for q, r in zip(questions, sparse, strict=True)
         ]
-    return [fuse(s, d[: params.depth], params) for s, d in zip(sparse, lists["dense"], strict=True)]
+    return [
+        fuse(s, d[: params.depth], params) if s else []
+        for s, d in zip(sparse, lists["dense"], strict=True)
+    ]
 
 
 def tune(sets: dict[str, dict]) -> dict:

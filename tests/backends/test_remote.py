@@ -25,7 +25,7 @@ def start_serve(index, *extra: str) -> tuple[subprocess.Popen, str]:
 def local(sample_index):
     from wikisim.backends.wiki import WikiBackend
 
-    return WikiBackend(sample_index, retriever="bm25s")
+    return WikiBackend(sample_index)  # the default retriever, as the server's
 
 
 @pytest.fixture(scope="module")

@@ -168,7 +168,8 @@ def test_gym_make_in_a_fresh_interpreter(sample_index: Path, tmp_path: Path) -> 
     """No arguments: the bundled tasks on the sample index, found in the cache."""
     cache = tmp_path / "cache"
     (cache / "indexes").mkdir(parents=True)
-    (cache / "indexes" / "enwiki-2014-sample").symlink_to(sample_index)
+    # the sample built with dense, where the default retriever (hybrid) looks for it
+    (cache / "indexes" / "enwiki-2014-sample-dense").symlink_to(sample_index)
     code = (
         "import gymnasium as gym, wikisim\n"
         "env = gym.make('WikiSim-v0')\n"

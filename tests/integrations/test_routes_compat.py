@@ -27,7 +27,7 @@ from wikisim.tools.visit import format_visit
 def local(sample_index):
     from wikisim.backends.wiki import WikiBackend
 
-    return WikiBackend(sample_index, retriever="bm25s")
+    return WikiBackend(sample_index)  # the default retriever, as the server's
 
 
 @pytest.fixture(scope="module")

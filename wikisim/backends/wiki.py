@@ -19,7 +19,7 @@ from wikisim.backends.extract import Extractor, LeadExtractor
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
-from wikisim.index.base import Hit
+from wikisim.index.base import DEFAULT_RETRIEVER, Hit
 from wikisim.index.small_bm25 import SmallBM25
 
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
@@ -50,11 +50,11 @@ class _Citations:
 
 
 class WikiBackend:
-    """`WikiBackend(index_dir_or_Index, retriever="bm25s")`: the Backend over a built index."""
+    """`WikiBackend(index_dir_or_Index, retriever="hybrid")`: the Backend over a built index."""
 
     name = "wiki"
 
-    def __init__(self, index, retriever: str = "bm25s", extractor: Extractor | None = None,
+    def __init__(self, index, retriever: str = DEFAULT_RETRIEVER, extractor: Extractor | None = None,
                  overfetch: int = 3) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
@@ -158,7 +158,7 @@ class WikiExecutor(Executor):
             manifest hash, so indexes never share answers).
     """
 
-    def __init__(self, index, retriever: str = "bm25s", extractor: Extractor | None = None, overfetch: int = 3, *,
+    def __init__(self, index, retriever: str = DEFAULT_RETRIEVER, extractor: Extractor | None = None, overfetch: int = 3, *,
                  config: ExecutorConfig | None = None, cache_mode: CacheMode = "off",
                  cache_path: str | Path | None = None) -> None:
         self.wiki = WikiBackend(index, retriever, extractor, overfetch)

@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from wikisim.errors import ConfigError
+from wikisim.index.base import DEFAULT_RETRIEVER
 
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
 
@@ -28,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", required=True, help="a built index directory (wikisim build)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
-    parser.add_argument("--backend", default="bm25s", choices=RETRIEVERS, help="retriever for search (default bm25s)")
+    parser.add_argument("--retriever", default=DEFAULT_RETRIEVER, choices=RETRIEVERS,
+                        help=f"retriever for search (default {DEFAULT_RETRIEVER})")
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
     parser.add_argument("--max-queries", type=int, default=32, help="queries per request (default 32)")
     parser.add_argument("--max-k", type=int, default=100, help="largest k (default 100)")
@@ -118,7 +120,7 @@ def _load(args: argparse.Namespace) -> WikiBackend:
     """The index's backend, its lazy parts loaded now, not on the first client's clock."""
     from wikisim.backends.wiki import WikiBackend  # lazy: the CLI starts fast
 
-    backend = WikiBackend(args.index, retriever=args.backend)
+    backend = WikiBackend(args.index, retriever=args.retriever)
     backend.search(["warm up"], 1)
     return backend
 
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
-    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.backend}, workers {args.workers}, "
+    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.retriever}, workers {args.workers}, "
           f"manifest {backend.manifest_hash[:12]})", flush=True)
     if args.workers == 1:
         _serve(args, sock, limits, backend)

@@ -18,6 +18,7 @@ from wikisim.backends.cache import CacheMode
 from wikisim.backends.factory import make_backend
 from wikisim.checks import at_least, check_literals
 from wikisim.errors import ConfigError
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS
 
 Retriever = Literal["bm25s", "lucene", "dense", "hybrid"]
 BackendName = Literal["wiki", "remote", "web"]
@@ -64,7 +65,7 @@ class EnvConfig:
     url: str | None = None
     cache_mode: CacheMode | None = None
     cache_path: str | None = None
-    retriever: Retriever = "bm25s"
+    retriever: Retriever = DEFAULT_RETRIEVER
     search_k: int = 10
     visit_tokens: int = 1500
     prompt: PromptName = "full"
@@ -110,7 +111,7 @@ def resolve_index(config: EnvConfig) -> EnvConfig:
         return config
     from wikisim.index.build import ensure_sample_index
 
-    return config.replace(index=str(ensure_sample_index()))
+    return config.replace(index=str(ensure_sample_index(dense=config.retriever in DENSE_RETRIEVERS)))
 
 
 def open_backend(config: EnvConfig, backend_kwargs: Mapping[str, Any] | None = None) -> Backend:

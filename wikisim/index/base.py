@@ -5,12 +5,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from wikisim.errors import ConfigError
 
 #: The retriever every command and the env use unless told otherwise: title-aware bm25s fused
 #: with dense (see `wikisim.index.hybrid` and bench/recall.py for how it was chosen).
-DEFAULT_RETRIEVER = "hybrid"
+DEFAULT_RETRIEVER: Final = "hybrid"
+#: the retrievers that need the dense index (and so an index built with it)
+DENSE_RETRIEVERS: Final = ("dense", "hybrid")
 
 
 @dataclass(frozen=True)

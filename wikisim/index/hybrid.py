@@ -82,4 +82,8 @@ class HybridRetriever(RankedRetriever):
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         read = max(depth, self.params.depth)
         sparse, dense = self.sparse_ranked(queries, read), self.dense.ranked(queries, read)
-        return [fuse(s, d, self.params)[:depth] for s, d in zip(sparse, dense, strict=True)]
+        # A query none of whose terms occurs in the corpus ("zzqxj") finds nothing, as on the
+        # sparse side: dense would always return its nearest passages, however unrelated.
+        return [
+            fuse(s, d, self.params)[:depth] if s else [] for s, d in zip(sparse, dense, strict=True)
+        ]

@@ -21,6 +21,7 @@ from typing import Any
 from wikisim.env.reward import score
 from wikisim.env.tasks import Task, TaskSet, load_tasks
 from wikisim.errors import TaskError
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS
 from wikisim.tools.registry import ToolBox, default_toolbox
 
 
@@ -112,7 +113,7 @@ def environment_factory(
     index: str | Path | None = None,
     tasks: str | Path | TaskSet | None = None,
     *,
-    retriever: str = "bm25s",
+    retriever: str = DEFAULT_RETRIEVER,
     search_k: int = 10,
     visit_tokens: int = 1500,
     reward: str = "em",
@@ -122,7 +123,8 @@ def environment_factory(
     from wikisim.index.build import ensure_sample_index
 
     backend = WikiBackend(
-        index if index is not None else ensure_sample_index(), retriever=retriever
+        index if index is not None else ensure_sample_index(dense=retriever in DENSE_RETRIEVERS),
+        retriever=retriever,
     )
     toolbox = default_toolbox(backend, k=search_k, visit_tokens=visit_tokens, python=False)
     return EnvironmentFactory(toolbox, load_tasks(tasks), reward)

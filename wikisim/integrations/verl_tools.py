@@ -21,6 +21,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from wikisim.errors import ConfigError
+from wikisim.index.base import DEFAULT_RETRIEVER
 from wikisim.tools.registry import ToolBox, default_toolbox
 
 TOOL_CONFIG = Path(__file__).with_name("verl_tools.yaml")
@@ -61,7 +62,7 @@ class WikiSimTool(BaseTool):
         self.toolbox = _toolbox(
             config.get("index"),
             config.get("url"),
-            config.get("retriever", "bm25s"),
+            config.get("retriever", DEFAULT_RETRIEVER),
             int(config.get("search_k", 10)),
             int(config.get("visit_tokens", 1500)),
         )
