@@ -133,3 +133,8 @@ def test_names_keep_their_punctuation():
         RNG,
     )
     assert "Any Body...Any Way" in text and "D.C.." not in text
+    jr = Path((Step("director", "in", "work"),), Named(10, "Gene Fowler Jr."))
+    assert not question("film", "work", [IsKind("work"), jr], RNG).count("Jr..")
+    assert artifacts("Name the film directed by Gene Fowler Jr..", ("Gene Fowler Jr.",)) == [
+        "doubled full stop"
+    ]

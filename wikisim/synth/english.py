@@ -536,7 +536,7 @@ def question(noun: str, answer_kind: str, constraints: list[Constraint], rng: ra
     frames.append(f"This {noun} {first}. {tail} {ask}")
     text = frames[rng.randrange(len(frames))]
     # a name ending in an abbreviation ("Washington, D.C.") ends its sentence with one full stop
-    text = re.sub(r"(?<=[A-Z])\.\.(?!\.)", ".", re.sub(r"\s+", " ", text).strip())
+    text = re.sub(r"(?<!\.)\.\.(?=\s|$)", ".", re.sub(r"\s+", " ", text).strip())
     return text[0].upper() + text[1:]
 
 
@@ -565,6 +565,7 @@ _ARTIFACTS = (
 
 def artifacts(text: str, names: tuple[str, ...] = ()) -> list[str]:
     """What a reader would flag in a generated question (the anchors' own names left out)."""
+    raw = ["doubled full stop"] if re.search(r"(?<!\.)\.\.(?=\s|$)", text) else []
     for n in sorted(names, key=len, reverse=True):
         text = text.replace(n, "Xname")
-    return [what for what, rx in _ARTIFACTS if rx.search(text)]
+    return raw + [what for what, rx in _ARTIFACTS if rx.search(text)]

@@ -191,8 +191,14 @@ def make_question(
         return None, "no_uncertainty"
     noun = answer_noun(e.kind, e.noun)
     text = question(noun, e.kind, list(constraints), rng)
-    if re.search(rf"\b{re.escape(display_name(e.title))}\b", text, re.IGNORECASE):
+    own = display_name(e.title).lower()
+    if re.search(rf"\b{re.escape(own)}\b", text, re.IGNORECASE):
         return None, "answer_named"
+    if any(display_name(db.entity(n).title).lower() in own for n in anchors(constraints)):
+        return (
+            None,
+            "answer_named",
+        )  # "a child of Sir Edward Verner" -> "Sir Edward Verner, 5th Baronet"
     return Question(
         x, orbit, text, noun, constraints, tuple(chosen), tuple(sorted(kinds)), counts
     ), ""
