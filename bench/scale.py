@@ -424,7 +424,7 @@ def plot(stages: dict[str, dict[str, Any]], path: Path) -> None:
         for ax, key in zip(axes, ("seconds", "peak_rss_mb", "disk_mb"), strict=True):
             if any(v > 0 for v in s[key]):
                 ax.plot(s["pages"], s[key], "o-", label=name)
-    for ax, key in zip(axes, ("seconds", "peak RSS (MB)", "disk (MB)"), strict=True):
+    for ax, key in zip(axes, ("CPU seconds", "peak RSS (MB)", "disk (MB)"), strict=True):
         ax.set(xscale="log", yscale="log", xlabel="pages", title=key)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
