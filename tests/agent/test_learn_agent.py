@@ -22,6 +22,7 @@ from agent.train.grpo import train_grpo
 from agent.train.sft import answer_observed, rejection_sample, train_sft
 from agent.train.teachers import ResearchTeacher
 from wikisim.env.tasks import Task, TaskSet, load_tasks
+from wikisim.flags import build_config
 from wikisim.tools.protocol import format_answer
 
 pytestmark = pytest.mark.slow
@@ -95,9 +96,10 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
     sft_dir, _ = sft_run
     adapter = sft_dir / "adapter"
     assert is_adapter(adapter) and (adapter / "adapter_model.safetensors").stat().st_size < 8 << 20
-    # a question a chat model answers in the format on some samples and not on others
     task = Task("say-yes", "Reply with exactly <answer>yes</answer> and nothing else.", ("yes",))
-    runner = EnvRunner(TaskSet([task]), max_turns=1, max_new_tokens=16, slots=4, **CONTEXT)
+    runner = EnvRunner(TaskSet([task]), max_turns=1, max_new_tokens=12, slots=2, **CONTEXT)
+    # the entropy bonus gives the step a gradient even when the group's rewards tie (then the
+    # advantages are all zero), so that one step of a barely trained model always moves
     cfg = GRPOConfig(
         output_dir=str(tmp_path),
         model="smollm2",
@@ -107,15 +109,17 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
         lr=1e-3,
         steps=1,
         questions_per_step=1,
-        group_size=4,
-        micro_batch_size=4,
+        group_size=2,
+        micro_batch_size=2,
         max_turns=1,
-        max_new_tokens=16,
+        max_new_tokens=12,
         cpu=True,
         dev_every=0,
+        entropy_coef=0.01,
+        exclude_truncated=False,
     )
     res = train_grpo(cfg, [task.id], runner.sampler(smol[0]))
-    assert res.history[0]["adv_nonzero_share"] > 0  # rewards differed within the group
+    assert res.history[0]["policy_tokens"] > 0 and res.history[0]["grad_norm"] > 0
     from safetensors.torch import load_file
 
     before, after = (
@@ -132,14 +136,17 @@ def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, t
     tasks_file.write_text(
         "".join(json.dumps(t.to_dict()) + "\n" for t in list(tasks)[:2]), encoding="utf-8"
     )
-    cfg = EvalConfig(
-        policy=res.final_dir,
-        tasks=str(tasks_file),
-        max_turns=2,
-        max_new_tokens=24,
-        envs=2,
-        batch_size=2,
-        **CONTEXT,
+    cfg = build_config(
+        EvalConfig,
+        {
+            "policy": res.final_dir,
+            "tasks": str(tasks_file),
+            "max_turns": 2,
+            "max_new_tokens": 24,
+            "envs": 2,
+            "batch_size": 2,
+            **CONTEXT,
+        },
     )
     evaluate(cfg, tmp_path / "a", progress=False)
     evaluate(cfg, tmp_path / "b", progress=False)  # a fresh load of the saved folder
