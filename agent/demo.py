@@ -23,7 +23,7 @@ from wikisim.paths import DATA_DIR
 #: made: data/models/README.md). Shown beside the untrained model, in the same compact context.
 TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
 SMALL_CONTEXT = {"max_turns": 4, "max_new_tokens": 96, "envs": 12, "batch_size": 12, "search_k": 3,
-                 "visit_tokens": 150, "prompt": "compact"}
+                 "visit_tokens": 150, "prompt": "compact", "retriever": "bm25s"}
 LINEUP: tuple[tuple[str, str, dict[str, int | str]], ...] = (
     ("search-answer", "search-answer", {}),
     ("smollm2", "smollm2", SMALL_CONTEXT),
