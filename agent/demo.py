@@ -22,8 +22,16 @@ from wikisim.paths import DATA_DIR
 #: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
 #: made: data/models/README.md). Shown beside the untrained model, in the same compact context.
 TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
-SMALL_CONTEXT = {"max_turns": 4, "max_new_tokens": 96, "envs": 12, "batch_size": 12, "search_k": 3,
-                 "visit_tokens": 150, "prompt": "compact", "retriever": "bm25s"}
+SMALL_CONTEXT = {
+    "max_turns": 4,
+    "max_new_tokens": 96,
+    "envs": 12,
+    "batch_size": 12,
+    "search_k": 3,
+    "visit_tokens": 150,
+    "prompt": "compact",
+    "retriever": "bm25s",
+}
 LINEUP: tuple[tuple[str, str, dict[str, int | str]], ...] = (
     ("search-answer", "search-answer", {}),
     ("smollm2", "smollm2", SMALL_CONTEXT),
@@ -33,7 +41,9 @@ LINEUP: tuple[tuple[str, str, dict[str, int | str]], ...] = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agent.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m agent.demo", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", default="runs/demo", help="where each policy's results go")
     parser.add_argument("--limit", type=int, default=0, help="only the first N bundled tasks")
     parser.add_argument("--skip-llm", action="store_true", help="scripted baselines only")
@@ -44,8 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, policy, overrides in LINEUP:
         if args.skip_llm and name.startswith("smollm2"):
             continue
-        config = build_config(EvalConfig, {"policy": policy, "index": str(index), "limit": args.limit, "max_turns": 4,
-                                           **overrides})
+        config = build_config(
+            EvalConfig,
+            {
+                "policy": policy,
+                "index": str(index),
+                "limit": args.limit,
+                "max_turns": 4,
+                **overrides,
+            },
+        )
         summary, _ = evaluate(config, Path(args.out) / name)
         summaries.append(summary)
     print("\n## WikiSim-v0 leaderboard: bundled tasks (data/tasks/sample.jsonl)\n")
