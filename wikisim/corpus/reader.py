@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import re
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from os import PathLike
@@ -133,7 +134,10 @@ class PageStream(Iterator[Page | Redirect]):
     def _generate(self) -> Iterator[Page | Redirect]:
         pool = self._pool
         if pool is None and self._workers > 1:
-            pool = multiprocessing.get_context("fork").Pool(self._workers)
+            # fork is the fastest start, but forking a process whose other threads hold locks (a server,
+            # a thread pool, the JVM) can deadlock the children: then a fork server starts them clean
+            method = "fork" if threading.active_count() == 1 else "forkserver"
+            pool = multiprocessing.get_context(method).Pool(self._workers)
         try:
             for path in self._inputs:
                 self.report.files.append(str(path))
