@@ -13,9 +13,10 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
+from transformers import PreTrainedModel
 
 from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig, save_config
@@ -226,17 +227,17 @@ class RunDir:
         return out
 
 
-def plain_model(accelerator, model: torch.nn.Module) -> torch.nn.Module:
+def plain_model(accelerator, model: torch.nn.Module) -> PreTrainedModel:
     """The trained weights as a plain transformers model: unwrapped from DDP, LoRA merged (a copy)."""
     unwrapped = accelerator.unwrap_model(model)
     if hasattr(unwrapped, "merge_and_unload"):
         import copy
 
         unwrapped = copy.deepcopy(unwrapped).merge_and_unload()
-    return unwrapped
+    return cast(PreTrainedModel, unwrapped)
 
 
-def save_plain(model: torch.nn.Module, tokenizer, out: Path) -> Path:
+def save_plain(model: PreTrainedModel, tokenizer, out: Path) -> Path:
     """save_pretrained into `out` through a temporary folder, so a reader never sees half a model."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -20,6 +20,7 @@ from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
 from wikisim.index.base import DEFAULT_RETRIEVER, Hit
+from wikisim.index.ranked import RankedRetriever
 from wikisim.index.small_bm25 import SmallBM25
 
 RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
@@ -83,9 +84,10 @@ class WikiBackend:
         dressing hits (RankedRetriever) make snippets for the `k` kept passages only.
         """
         queries = list(queries)
-        ranked = getattr(self.retriever, "ranked", None)
-        if ranked is None:
-            return [self._pages(h, k) for h in self.retriever.search(queries, k * self.overfetch)]
+        retriever = self.retriever
+        if not isinstance(retriever, RankedRetriever):
+            return [self._pages(h, k) for h in retriever.search(queries, k * self.overfetch)]
+        ranked = retriever.ranked
         bad = [q for q in queries if not isinstance(q, str) or not q.strip()]
         if bad:
             raise ConfigError(f"search queries must be non-empty strings, got {bad[0]!r}")
@@ -99,7 +101,7 @@ class WikiBackend:
             for i, r in zip(todo, raw, strict=True):
                 out[i] = self._pages(r, k)
             todo = [i for i, r in zip(todo, raw, strict=True) if len(out[i]) < k and len(r) == depth]
-        return [self.retriever.hits(q, picked) for q, picked in zip(queries, out, strict=True)]
+        return [retriever.hits(q, picked) for q, picked in zip(queries, out, strict=True)]
 
     @staticmethod
     def _pages(ranked: Sequence, k: int) -> list:
@@ -128,7 +130,7 @@ class WikiBackend:
         if page is None:
             return PageView(url, title or "", False, f"There is no page titled {title!r} in this corpus.",
                             self._closest(title or text))
-        passages = self.index.passages.for_page(page.id)
+        passages = self.index.require_passages().for_page(page.id)
         return PageView(page.url, page.title, True, self.extractor(page, passages, goal, max_tokens))
 
     def scholar(self, queries: Sequence[str], k: int) -> list[list[ScholarHit]]:

@@ -52,7 +52,7 @@ class WikiSimTool(BaseTool):
 
     tool_name = ""
 
-    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None) -> None:
+    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema) -> None:
         super().__init__(config, tool_schema)
         if self.name != self.tool_name:
             raise ConfigError(
