@@ -34,13 +34,19 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def size(path: Path) -> int:
-    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return (
+        path.stat().st_size
+        if path.is_file()
+        else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    )
 
 
 def peak_rss_mb() -> tuple[float, float]:
     """Peak resident memory of this process and of its largest finished child (KiB on Linux)."""
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    return (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    )
 
 
 class RssSampler(threading.Thread):
@@ -64,7 +70,9 @@ class RssSampler(threading.Thread):
         return self.samples
 
 
-def stage_peaks(samples: list[tuple[float, float]], start: float, stage_s: dict[str, float]) -> dict[str, float]:
+def stage_peaks(
+    samples: list[tuple[float, float]], start: float, stage_s: dict[str, float]
+) -> dict[str, float]:
     """Peak RSS within each stage's window (stages run one after another from `start`)."""
     peaks, t = {}, start
     for name, seconds in stage_s.items():
@@ -73,7 +81,13 @@ def stage_peaks(samples: list[tuple[float, float]], start: float, stage_s: dict[
     return peaks
 
 
-def plot(samples: list[tuple[float, float]], start: float, stage_s: dict[str, float], path: Path, title: str) -> None:
+def plot(
+    samples: list[tuple[float, float]],
+    start: float,
+    stage_s: dict[str, float],
+    path: Path,
+    title: str,
+) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot([t for t, _ in samples], [mb for _, mb in samples], lw=1)
     t = start
@@ -92,8 +106,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-dense", dest="dense", action="store_false")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--files", type=int, default=None,
-                        help="only the first N WikiExtractor files, without the 2Wiki and wiki-18 files")
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=None,
+        help="only the first N WikiExtractor files, without the 2Wiki and wiki-18 files",
+    )
     args = parser.parse_args()
     sampler = RssSampler()
     sampler.start()
@@ -106,7 +124,9 @@ def main() -> None:
         if args.files is not None:
             extracted, extra = extracted[: args.files], []
         inputs = [*extracted, *extra]
-        print(f"{len(extracted)} WikiExtractor files + 2wiki + wiki18; {sum(size(p) for p in inputs) / 1e6:.1f} MB")
+        print(
+            f"{len(extracted)} WikiExtractor files + 2wiki + wiki18; {sum(size(p) for p in inputs) / 1e6:.1f} MB"
+        )
 
         t0 = time.perf_counter()
         n = sum(1 for _ in read_pages(inputs, workers=args.workers))
@@ -119,29 +139,50 @@ def main() -> None:
         samples = sampler.stop()
         peaks = stage_peaks(samples, build_start, report.stage_seconds)
         print(report.format())
-        sizes = {name: size(out / name) for name in ("pages.sqlite", "passages.sqlite", "bm25s", "lucene", "dense")
-                 if (out / name).exists()}
+        sizes = {
+            name: size(out / name)
+            for name in ("pages.sqlite", "passages.sqlite", "bm25s", "lucene", "dense")
+            if (out / name).exists()
+        }
         rss_self, rss_child = peak_rss_mb()
         result = {
             "inputs": [p.name for p in extra] + [f"{len(extracted)} WikiExtractor files"],
-            "workers": args.workers, "dense": args.dense, "counts": report.counts,
-            "ingest_only_s": ingest_s, "build_s": report.seconds, "stage_s": report.stage_seconds,
+            "workers": args.workers,
+            "dense": args.dense,
+            "counts": report.counts,
+            "ingest_only_s": ingest_s,
+            "build_s": report.seconds,
+            "stage_s": report.stage_seconds,
             "stage_vs_ingest": {k: v / ingest_s for k, v in report.stage_seconds.items()},
-            "bytes": sizes, "peak_rss_mb": {"main": rss_self, "largest_child": rss_child, "by_stage": peaks},
+            "bytes": sizes,
+            "peak_rss_mb": {"main": rss_self, "largest_child": rss_child, "by_stage": peaks},
             "manifest_hash": report.manifest_hash,
         }
     print(f"\n{'part':<16}{'MB':>9}{'build s':>10}{'x ingest':>10}")
-    stage_of = {"pages.sqlite": "corpus", "passages.sqlite": "corpus", "bm25s": "bm25s", "lucene": "lucene", "dense": "dense"}
+    stage_of = {
+        "pages.sqlite": "corpus",
+        "passages.sqlite": "corpus",
+        "bm25s": "bm25s",
+        "lucene": "lucene",
+        "dense": "dense",
+    }
     for name, b in sizes.items():
         s = report.stage_seconds.get(stage_of[name], 0.0)
         print(f"{name:<16}{b / 1e6:>9.1f}{s:>10.1f}{s / ingest_s:>10.2f}")
-    print(f"peak RSS: main {rss_self:.0f} MB, largest worker {rss_child:.0f} MB (target < 4096 MB with dense)")
+    print(
+        f"peak RSS: main {rss_self:.0f} MB, largest worker {rss_child:.0f} MB (target < 4096 MB with dense)"
+    )
     print("peak RSS by stage (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()))
     RESULTS.mkdir(exist_ok=True)
     name = "build_size" if args.files is None else f"build_size-files{args.files}"
-    plot(samples, build_start, report.stage_seconds, RESULTS / f"{name}.png",
-         f"build of {report.counts['passages']:,} passages ({len(extracted)} WikiExtractor files"
-         f"{' + 2Wiki + wiki-18' if extra else ''})")
+    plot(
+        samples,
+        build_start,
+        report.stage_seconds,
+        RESULTS / f"{name}.png",
+        f"build of {report.counts['passages']:,} passages ({len(extracted)} WikiExtractor files"
+        f"{' + 2Wiki + wiki-18' if extra else ''})",
+    )
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULTS / name}.json and .png")
 

@@ -33,7 +33,10 @@ def call(name: str, **arguments) -> str:
 
 def queries() -> list[str]:
     qs = [t.question for t in load_tasks()]
-    qs += [t.question for t in load_tasks(Path(__file__).parents[1] / "data" / "qa" / "hotpotqa-train-100.json")]
+    qs += [
+        t.question
+        for t in load_tasks(Path(__file__).parents[1] / "data" / "qa" / "hotpotqa-train-100.json")
+    ]
     return qs
 
 
@@ -72,14 +75,21 @@ def rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
-def async_rates(index: Path, counts: tuple[int, ...], actions: list, python: bool, blocks: int = 6) -> dict:
+def async_rates(
+    index: Path, counts: tuple[int, ...], actions: list, python: bool, blocks: int = 6
+) -> dict:
     """Search steps/s of AsyncVectorEnvs with each worker count, timed in alternating blocks.
 
     All vector envs are up at once and take turns (a block of steps each, `blocks` times),
     so a change in the machine's load hits every count alike and the ratios stay fair.
     """
-    vecs = {n: AsyncVectorEnv([lambda: WikiSimEnv(index=index, max_turns=10_000, python=python)] * n,
-                              shared_memory=False) for n in counts}
+    vecs = {
+        n: AsyncVectorEnv(
+            [lambda: WikiSimEnv(index=index, max_turns=10_000, python=python)] * n,
+            shared_memory=False,
+        )
+        for n in counts
+    }
     for n, vec in vecs.items():
         vec.reset(seed=0)
         vec.step([actions[0]] * n)  # warm every worker
@@ -96,8 +106,13 @@ def async_rates(index: Path, counts: tuple[int, ...], actions: list, python: boo
             if block:
                 steps[n] += max(1, per_block // n) * n
                 seconds[n] += time.perf_counter() - start
-    out = {n: {"steps_per_s": rate(steps[n], seconds[n]), "worker_memory": [rss_mb(p.pid) for p in vec.processes]}
-           for n, vec in vecs.items()}
+    out = {
+        n: {
+            "steps_per_s": rate(steps[n], seconds[n]),
+            "worker_memory": [rss_mb(p.pid) for p in vec.processes],
+        }
+        for n, vec in vecs.items()
+    }
     for vec in vecs.values():
         vec.close()
     return out
@@ -120,18 +135,28 @@ def main() -> None:
     env = WikiSimEnv(index=index, max_turns=10_000, python=has_python)
     search = [call("search", query=qs[i % len(qs)]) for i in range(args.steps)]
     titles = [t for _, t in env.backend.index.store.titles()]
-    visit = [call("visit", url=titles[i % len(titles)], goal=qs[i % len(qs)]) for i in range(args.steps // 2)]
+    visit = [
+        call("visit", url=titles[i % len(titles)], goal=qs[i % len(qs)])
+        for i in range(args.steps // 2)
+    ]
     python = [call("python", code=f"print({i} * 7)") for i in range(args.python_steps)]
 
-    out: dict = {"index": str(index), "manifest_hash": env.manifest_hash, "cpus": os.cpu_count(),
-                 "load_avg_at_start": os.getloadavg()[0]}
+    out: dict = {
+        "index": str(index),
+        "manifest_hash": env.manifest_hash,
+        "cpus": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg()[0],
+    }
     out["raw_bm25s_k10_per_s"] = raw_retriever(index, qs, args.steps, 10)
     out["raw_bm25s_k30_per_s"] = raw_retriever(index, qs, args.steps, 30)
     out["env_search_per_s"], _ = env_rate(env, search, "env search")
     out["env_visit_per_s"], _ = env_rate(env, visit, "env visit")
     if has_python:
         out["env_python_per_s"], lat = env_rate(env, python, "env python")
-        out["python_latency_p50_ms"], out["python_latency_p99_ms"] = (1000 * percentile(lat, 0.5), 1000 * percentile(lat, 0.99))
+        out["python_latency_p50_ms"], out["python_latency_p99_ms"] = (
+            1000 * percentile(lat, 0.5),
+            1000 * percentile(lat, 0.99),
+        )
     out["env_vs_raw_k10"] = out["raw_bm25s_k10_per_s"] / out["env_search_per_s"]
     out["env_vs_raw_k30"] = out["raw_bm25s_k30_per_s"] / out["env_search_per_s"]
     out["in_process_memory"] = rss_mb(os.getpid())
@@ -139,23 +164,37 @@ def main() -> None:
         out[f"async{workers}_search"] = result
     out["async4_over_in_process"] = out["async4_search"]["steps_per_s"] / out["env_search_per_s"]
     for base in (1, 2):
-        out[f"async4_over_async{base}"] = out["async4_search"]["steps_per_s"] / out[f"async{base}_search"]["steps_per_s"]
+        out[f"async4_over_async{base}"] = (
+            out["async4_search"]["steps_per_s"] / out[f"async{base}_search"]["steps_per_s"]
+        )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "env_steps.json").write_text(json.dumps(out, indent=2))
-    print(f"raw bm25s k=10: {out['raw_bm25s_k10_per_s']:.0f}/s   k=30: {out['raw_bm25s_k30_per_s']:.0f}/s")
-    print(f"env search: {out['env_search_per_s']:.0f} steps/s  (raw/env = {out['env_vs_raw_k10']:.2f}x at k=10, "
-          f"{out['env_vs_raw_k30']:.2f}x at the env's fetch depth k=30)")
+    print(
+        f"raw bm25s k=10: {out['raw_bm25s_k10_per_s']:.0f}/s   k=30: {out['raw_bm25s_k30_per_s']:.0f}/s"
+    )
+    print(
+        f"env search: {out['env_search_per_s']:.0f} steps/s  (raw/env = {out['env_vs_raw_k10']:.2f}x at k=10, "
+        f"{out['env_vs_raw_k30']:.2f}x at the env's fetch depth k=30)"
+    )
     print(f"env visit: {out['env_visit_per_s']:.0f} steps/s")
     if has_python:
-        print(f"env python: {out['env_python_per_s']:.1f} steps/s; latency p50 {out['python_latency_p50_ms']:.0f} ms, "
-              f"p99 {out['python_latency_p99_ms']:.0f} ms")
+        print(
+            f"env python: {out['env_python_per_s']:.1f} steps/s; latency p50 {out['python_latency_p50_ms']:.0f} ms, "
+            f"p99 {out['python_latency_p99_ms']:.0f} ms"
+        )
     for w in (1, 2, 4):
-        mem = ", ".join(f"{m['rss_mb']:.0f}/{m['pss_mb']:.0f}" for m in out[f"async{w}_search"]["worker_memory"])
-        print(f"async x{w}: {out[f'async{w}_search']['steps_per_s']:.0f} search steps/s; worker RSS/PSS MB: {mem}")
-    print(f"async x4 / x1: {out['async4_over_async1']:.2f}x (target >= 1.6x); x4 / x2: {out['async4_over_async2']:.2f}x; "
-          f"x4 / in-process: {out['async4_over_in_process']:.2f}x "
-          f"(load average at start {out['load_avg_at_start']:.1f} on {out['cpus']} cores)")
+        mem = ", ".join(
+            f"{m['rss_mb']:.0f}/{m['pss_mb']:.0f}" for m in out[f"async{w}_search"]["worker_memory"]
+        )
+        print(
+            f"async x{w}: {out[f'async{w}_search']['steps_per_s']:.0f} search steps/s; worker RSS/PSS MB: {mem}"
+        )
+    print(
+        f"async x4 / x1: {out['async4_over_async1']:.2f}x (target >= 1.6x); x4 / x2: {out['async4_over_async2']:.2f}x; "
+        f"x4 / in-process: {out['async4_over_in_process']:.2f}x "
+        f"(load average at start {out['load_avg_at_start']:.1f} on {out['cpus']} cores)"
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,13 @@ def corpus_index(name: str) -> Path:
     out = cache_dir() / "indexes" / f"{name}-train-100-corpus"
     if not (out / MANIFEST).is_file():
         start = time.perf_counter()
-        build([QA_DIR / f"{name}-train-100-corpus.json"], out, dense=False, lucene=False, progress=False)
+        build(
+            [QA_DIR / f"{name}-train-100-corpus.json"],
+            out,
+            dense=False,
+            lucene=False,
+            progress=False,
+        )
         print(f"built {out} in {time.perf_counter() - start:.1f} s", flush=True)
     return out
 
@@ -43,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["hotpotqa", "musique"])
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
-    parser.add_argument("--llm-limit", type=int, default=100, help="questions for smollm2 (CPU time)")
+    parser.add_argument(
+        "--llm-limit", type=int, default=100, help="questions for smollm2 (CPU time)"
+    )
     args = parser.parse_args()
     report: dict[str, list[dict]] = {}
     for name in args.datasets:
@@ -51,17 +59,37 @@ def main() -> None:
         summaries = []
         for policy in args.policies:
             limit = args.llm_limit if policy == "smollm2" else 0
-            config = build_config(EvalConfig, {"policy": policy, "index": str(index), "limit": limit,
-                                               "tasks": str(QA_DIR / f"{name}-train-100.json"), **POLICIES[policy]})
+            config = build_config(
+                EvalConfig,
+                {
+                    "policy": policy,
+                    "index": str(index),
+                    "limit": limit,
+                    "tasks": str(QA_DIR / f"{name}-train-100.json"),
+                    **POLICIES[policy],
+                },
+            )
             summary, _ = evaluate(config, RESULTS / "external_qa" / name / policy)
             summaries.append(summary)
         report[name] = summaries
         print(f"\n## {name}-train-100 over its own corpus ({index.name})\n")
         print(markdown_table(summaries), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    keep = ("policy", "episodes", "em", "f1", "pass@1", "turns", "tool_calls", "generated_tokens", "wall_s", "answered")
+    keep = (
+        "policy",
+        "episodes",
+        "em",
+        "f1",
+        "pass@1",
+        "turns",
+        "tool_calls",
+        "generated_tokens",
+        "wall_s",
+        "answered",
+    )
     (RESULTS / "external_qa.json").write_text(
-        json.dumps({k: [{f: s[f] for f in keep} for s in v] for k, v in report.items()}, indent=2) + "\n"
+        json.dumps({k: [{f: s[f] for f in keep} for s in v] for k, v in report.items()}, indent=2)
+        + "\n"
     )
 
 

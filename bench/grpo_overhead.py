@@ -41,36 +41,66 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--questions-per-step", type=int, default=16)
     p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--curriculum", action="store_true", help="include the curriculum update in the step")
+    p.add_argument(
+        "--curriculum", action="store_true", help="include the curriculum update in the step"
+    )
     args = p.parse_args()
     from wikisim.index.build import ensure_sample_index
 
     tasks, train, _ = make_tasks(400, 0)
     n = args.questions_per_step * args.group_size
-    runner = EnvRunner(tasks, index=str(ensure_sample_index()), max_turns=2, max_new_tokens=12, slots=n,
-                       system_prompt=SHORT_PROMPT, batch_size=n)
+    runner = EnvRunner(
+        tasks,
+        index=str(ensure_sample_index()),
+        max_turns=2,
+        max_new_tokens=12,
+        slots=n,
+        system_prompt=SHORT_PROMPT,
+        batch_size=n,
+    )
     out = RESULTS / "grpo_overhead"
     shutil.rmtree(out, ignore_errors=True)
-    cfg = GRPOConfig(output_dir=str(out), steps=args.steps, questions_per_step=args.questions_per_step,
-                     group_size=args.group_size, micro_batch_size=64, cpu=True, dev_every=0, curriculum=args.curriculum,
-                     pool_size=64)
+    cfg = GRPOConfig(
+        output_dir=str(out),
+        steps=args.steps,
+        questions_per_step=args.questions_per_step,
+        group_size=args.group_size,
+        micro_batch_size=64,
+        cpu=True,
+        dev_every=0,
+        curriculum=args.curriculum,
+        pool_size=64,
+    )
     tok, _ = tiny_model(0)
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     train_grpo(cfg, train, runner.sampler(tok))
     wall = time.perf_counter() - t0
     rows = read_metrics(out / "metrics.jsonl")[1:-1]
-    med = {k: statistics.median(r[k] for r in rows) for k in ("time_step", "time_generate", "time_train", "time_other")}
+    med = {
+        k: statistics.median(r[k] for r in rows)
+        for k in ("time_step", "time_generate", "time_train", "time_other")
+    }
     share = statistics.median(r["time_other"] / r["time_step"] for r in rows)
-    result = {"args": vars(args), "median_s": med, "overhead_share": share, "steps_measured": len(rows),
-              "rollouts_per_step": n, "wall_s": wall}
+    result = {
+        "args": vars(args),
+        "median_s": med,
+        "overhead_share": share,
+        "steps_measured": len(rows),
+        "rollouts_per_step": n,
+        "wall_s": wall,
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "grpo_overhead.json").write_text(json.dumps(result, indent=1))
     print(f"GRPO step ({n} rollouts, tiny model, {len(rows)} steps measured), median seconds:")
-    print(f"  step {med['time_step']:.3f} = generate {med['time_generate']:.3f} + train {med['time_train']:.3f}"
-          f" + other {med['time_other']:.3f}")
-    print(f"  overhead share of the step: {share:.1%} (target < 10%); "
-          f"overhead / (generate + train) = {med['time_other'] / (med['time_generate'] + med['time_train']):.3f}")
+    print(
+        f"  step {med['time_step']:.3f} = generate {med['time_generate']:.3f} + train {med['time_train']:.3f}"
+        f" + other {med['time_other']:.3f}"
+    )
+    print(
+        f"  overhead share of the step: {share:.1%} (target < 10%); "
+        f"overhead / (generate + train) = {med['time_other'] / (med['time_generate'] + med['time_train']):.3f}"
+    )
     print(f"wall {wall:.0f}s; wrote {RESULTS / 'grpo_overhead.json'}")
 
 

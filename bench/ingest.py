@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, fn in (("raw_mwparserfromhell", _raw_parse), ("ours_parse", _our_parse)):
             runs[key] = min(runs[key], _best(lambda fn=fn: fn(pages), 1, key))
     runs["read_only_no_parse"] = _best(
-        lambda: sum(1 for path in args.inputs for _ in open_input(path)), 1, "read only")
+        lambda: sum(1 for path in args.inputs for _ in open_input(path)), 1, "read only"
+    )
     runs["ours_read_pages_w1"] = _best(lambda: _read(args.inputs, 1), args.repeats, "w1")
     runs["ours_read_pages_w2"] = _best(lambda: _read(args.inputs, 2), args.repeats, "w2")
 
@@ -99,9 +100,16 @@ def main(argv: list[str] | None = None) -> int:
         return runs[key][1] + runs[key][2]
 
     w1, w2 = runs["ours_read_pages_w1"], runs["ours_read_pages_w2"]
-    rates = {k: {"wall_s": round(v[0], 3), "cpu_s": round(cpu(k), 3),
-                 "mb_per_cpu_s": round(mb / cpu(k), 3), "pages_per_cpu_s": round(n / cpu(k), 1),
-                 "mb_per_wall_s": round(mb / v[0], 3)} for k, v in runs.items()}
+    rates = {
+        k: {
+            "wall_s": round(v[0], 3),
+            "cpu_s": round(cpu(k), 3),
+            "mb_per_cpu_s": round(mb / cpu(k), 3),
+            "pages_per_cpu_s": round(n / cpu(k), 1),
+            "mb_per_wall_s": round(mb / v[0], 3),
+        }
+        for k, v in runs.items()
+    }
     raw = cpu("raw_mwparserfromhell")
     ratios = {
         "ours_parse_vs_raw_per_worker": raw / cpu("ours_parse"),
@@ -111,24 +119,35 @@ def main(argv: list[str] | None = None) -> int:
         "scaling_w2_over_w1_projected_from_cpu": w1[1] / max(w2[1], w2[2] / 2),
     }
     result = {
-        "inputs": [str(p) for p in args.inputs], "articles": n, "wikitext_mb": round(mb, 3),
-        "repeats": args.repeats, "rates": rates, "ratios": {k: round(v, 3) for k, v in ratios.items()},
+        "inputs": [str(p) for p in args.inputs],
+        "articles": n,
+        "wikitext_mb": round(mb, 3),
+        "repeats": args.repeats,
+        "rates": rates,
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
         "cpu_split_w2": {"main_s": round(w2[1], 3), "workers_s": round(w2[2], 3)},
         "targets": {"ours_vs_raw_per_worker": 0.75, "scaling_w2_over_w1": 1.7},
-        "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
-                    "python": platform.python_version(),
-                    "mwparserfromhell": mwparserfromhell.__version__},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+            "python": platform.python_version(),
+            "mwparserfromhell": mwparserfromhell.__version__,
+        },
     }
     print(f"{n} articles, {mb:.2f} MB of wikitext from {', '.join(map(str, args.inputs))}")
     print(f"{'':24}{'wall s':>8}{'cpu s':>8}{'MB/cpu-s':>10}{'pages/cpu-s':>13}{'MB/wall-s':>11}")
     for k, r in rates.items():
-        print(f"{k:24}{r['wall_s']:>8.2f}{r['cpu_s']:>8.2f}{r['mb_per_cpu_s']:>10.2f}"
-              f"{r['pages_per_cpu_s']:>13.1f}{r['mb_per_wall_s']:>11.2f}")
+        print(
+            f"{k:24}{r['wall_s']:>8.2f}{r['cpu_s']:>8.2f}{r['mb_per_cpu_s']:>10.2f}"
+            f"{r['pages_per_cpu_s']:>13.1f}{r['mb_per_wall_s']:>11.2f}"
+        )
     for k, v in ratios.items():
         target = 1.7 if k.startswith("scaling") else 0.75
         print(f"{k:40} {v:5.2f}x  (target >= {target}: {'met' if v >= target else 'NOT met'})")
-    print(f"w2 CPU split: main {w2[1]:.2f} s, workers {w2[2]:.2f} s; machine: {os.cpu_count()} cpus, "
-          f"load average {os.getloadavg()[0]:.1f} (wall figures are only as good as the load allows)")
+    print(
+        f"w2 CPU split: main {w2[1]:.2f} s, workers {w2[2]:.2f} s; machine: {os.cpu_count()} cpus, "
+        f"load average {os.getloadavg()[0]:.1f} (wall figures are only as good as the load allows)"
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "ingest.json"
     out.write_text(json.dumps(result, indent=2) + "\n")

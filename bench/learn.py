@@ -59,14 +59,19 @@ from agent.train.sft import rejection_sample, train_sft  # noqa: E402
 from wikisim.env.tasks import Task, TaskSet  # noqa: E402
 from wikisim.tools.protocol import format_answer  # noqa: E402
 
-SHORT_PROMPT = "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
+SHORT_PROMPT = (
+    "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_WALL_S = 3600
 
 
 def make_tasks(n_train: int, n_dev: int, seed: int = 1234) -> tuple[TaskSet, list[str], list[str]]:
     nums = random.Random(seed).sample(range(100, 100_000), n_train + n_dev)
-    tasks = [Task(f"n{n}", f"What is the last digit of {n}?", (str(n % 10),), extra={"hops": 0}) for n in nums]
+    tasks = [
+        Task(f"n{n}", f"What is the last digit of {n}?", (str(n % 10),), extra={"hops": 0})
+        for n in nums
+    ]
     ids = [t.id for t in tasks]
     return TaskSet(tasks, "last-digit"), ids[:n_train], ids[n_train:]
 
@@ -93,37 +98,78 @@ def evaluate(runner: EnvRunner, tok, model, dev: list[str], k: int) -> dict[str,
     sample = runner.sampler(tok)
     greedy = sample(model, dev, 1, 999, 0.0)
     p1, pk, _ = sample_pass_rates(sample(model, dev, k, 998, 1.0), k)
-    return {"greedy": sum(t.reward for t in greedy) / len(greedy), "pass@1": p1, f"pass@{k}": pk,
-            "answered": sum(t.answer is not None for t in greedy) / len(greedy)}
+    return {
+        "greedy": sum(t.reward for t in greedy) / len(greedy),
+        "pass@1": p1,
+        f"pass@{k}": pk,
+        "answered": sum(t.answer is not None for t in greedy) / len(greedy),
+    }
 
 
-def run_seed(seed: int, args: argparse.Namespace, runner: EnvRunner, train: list[str], dev: list[str]) -> dict:
+def run_seed(
+    seed: int, args: argparse.Namespace, runner: EnvRunner, train: list[str], dev: list[str]
+) -> dict:
     out = RESULTS / "learn" / f"seed{seed}"
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
     tok, model0 = tiny_model(seed)
     res: dict = {"seed": seed, "untrained": evaluate(runner, tok, model0, dev, args.k)}
     teacher = NoisyTeacher(runner.tasks, ChatFormat(tok), args.teacher_p)
-    kept, report = rejection_sample(runner.teacher(teacher, teacher.chat, seed), train[: args.sft_questions],
-                                    args.samples_per_question, grounded=False)  # answered without tools
-    res["rejection"] = {"kept": report.kept_total, "tried": report.tried_total,
-                        "questions_with_any": sum(1 for v in report.kept.values() if v)}
-    cfg = SFTConfig(output_dir=str(out / "sft"), seed=seed, lr=args.sft_lr, epochs=10_000, batch_size=32,
-                    micro_batch_size=32, cpu=True, max_steps=args.sft_max_steps, stop_loss=args.sft_stop_loss)
+    kept, report = rejection_sample(
+        runner.teacher(teacher, teacher.chat, seed),
+        train[: args.sft_questions],
+        args.samples_per_question,
+        grounded=False,
+    )  # answered without tools
+    res["rejection"] = {
+        "kept": report.kept_total,
+        "tried": report.tried_total,
+        "questions_with_any": sum(1 for v in report.kept.values() if v),
+    }
+    cfg = SFTConfig(
+        output_dir=str(out / "sft"),
+        seed=seed,
+        lr=args.sft_lr,
+        epochs=10_000,
+        batch_size=32,
+        micro_batch_size=32,
+        cpu=True,
+        max_steps=args.sft_max_steps,
+        stop_loss=args.sft_stop_loss,
+    )
     sft = train_sft(cfg, kept)
     losses, sft_dir = sft.losses, sft.final_dir
     res["sft_steps"], res["sft_losses"] = len(losses), losses
     res["sft"] = evaluate(runner, tok, load_local(sft_dir)[1], dev, args.k)
     t_sft = time.perf_counter()
-    gcfg = GRPOConfig(output_dir=str(out / "grpo"), seed=seed, lr=args.grpo_lr, init_checkpoint=str(sft_dir),
-                      steps=args.grpo_steps, questions_per_step=args.questions_per_step, group_size=args.group_size,
-                      micro_batch_size=64, cpu=True, dev_every=args.dev_every, dev_k=args.k)
+    gcfg = GRPOConfig(
+        output_dir=str(out / "grpo"),
+        seed=seed,
+        lr=args.grpo_lr,
+        init_checkpoint=str(sft_dir),
+        steps=args.grpo_steps,
+        questions_per_step=args.questions_per_step,
+        group_size=args.group_size,
+        micro_batch_size=64,
+        cpu=True,
+        dev_every=args.dev_every,
+        dev_k=args.k,
+    )
     g = train_grpo(gcfg, train, runner.sampler(tok), dev_ids=dev)
-    res["grpo_curve"] = [{k: r[k] for k in ("step", "reward", "entropy", "loss", "grad_norm", "dev_pass@1")
-                          if k in r} for r in read_metrics(out / "grpo" / "metrics.jsonl")]
+    res["grpo_curve"] = [
+        {
+            k: r[k]
+            for k in ("step", "reward", "entropy", "loss", "grad_norm", "dev_pass@1")
+            if k in r
+        }
+        for r in read_metrics(out / "grpo" / "metrics.jsonl")
+    ]
     res["grpo"] = evaluate(runner, tok, load_local(g.final_dir)[1], dev, args.k)
-    res["time_s"] = {"sft_phase": t_sft - t0, "grpo_phase": time.perf_counter() - t_sft,
-                     "total": time.perf_counter() - t0}
+    res["time_s"] = {
+        "sft_phase": t_sft - t0,
+        "grpo_phase": time.perf_counter() - t_sft,
+        "total": time.perf_counter() - t0,
+    }
     return res
 
 
@@ -132,15 +178,26 @@ def summarize(runs: list[dict], k: int) -> dict:
     for stage in ("untrained", "sft", "grpo"):
         for metric in ("greedy", "pass@1", f"pass@{k}"):
             vals = [r[stage][metric] for r in runs]
-            out[f"{stage}/{metric}"] = {"mean": statistics.mean(vals), "min": min(vals), "max": max(vals),
-                                        "std": statistics.pstdev(vals), "values": vals}
+            out[f"{stage}/{metric}"] = {
+                "mean": statistics.mean(vals),
+                "min": min(vals),
+                "max": max(vals),
+                "std": statistics.pstdev(vals),
+                "values": vals,
+            }
     for a, b in (("untrained", "sft"), ("sft", "grpo")):
         for metric in ("greedy", "pass@1"):
             gains = [r[b][metric] - r[a][metric] for r in runs]
-            spread = max(gains) - min(gains)  # paired: the same seed's weights before and after the stage
-            out[f"gain {a}->{b}/{metric}"] = {"mean": statistics.mean(gains), "min": min(gains), "per_seed": gains,
-                                              "spread_across_seeds": spread,
-                                              "gain_exceeds_spread": statistics.mean(gains) > spread}
+            spread = max(gains) - min(
+                gains
+            )  # paired: the same seed's weights before and after the stage
+            out[f"gain {a}->{b}/{metric}"] = {
+                "mean": statistics.mean(gains),
+                "min": min(gains),
+                "per_seed": gains,
+                "spread_across_seeds": spread,
+                "gain_exceeds_spread": statistics.mean(gains) > spread,
+            }
     return out
 
 
@@ -149,7 +206,10 @@ def target(summary: dict, wall_s: float) -> dict:
     under = wall_s < TARGET_WALL_S
     out: dict = {"wall_s": wall_s, "under_an_hour": under}
     for metric in ("greedy", "pass@1"):
-        stages = {s: summary[f"gain {s}/{metric}"]["gain_exceeds_spread"] for s in ("untrained->sft", "sft->grpo")}
+        stages = {
+            s: summary[f"gain {s}/{metric}"]["gain_exceeds_spread"]
+            for s in ("untrained->sft", "sft->grpo")
+        }
         out[metric] = {**stages, "met": under and all(stages.values())}
     return out
 
@@ -166,7 +226,9 @@ def plot(runs: list[dict], summary: dict, k: int, png: Path) -> None:
         xs = [i + 0.2 * (j - 0.5) for i in range(3)]
         axes[0].bar(xs, [summary[f"{s}/{metric}"]["mean"] for s in stages], width=0.2, label=metric)
         for i, s in enumerate(stages):
-            axes[0].scatter([xs[i]] * len(runs), [r[s][metric] for r in runs], color="k", s=8, zorder=3)
+            axes[0].scatter(
+                [xs[i]] * len(runs), [r[s][metric] for r in runs], color="k", s=8, zorder=3
+            )
     axes[0].set_xticks(range(3), stages)
     axes[0].set_ylabel("held-out accuracy")
     axes[0].legend()
@@ -174,9 +236,18 @@ def plot(runs: list[dict], summary: dict, k: int, png: Path) -> None:
     for r in runs:
         axes[1].plot(r["sft_losses"], label=f"seed {r['seed']}")
         curve = r["grpo_curve"]
-        axes[2].plot([c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']} train reward")
+        axes[2].plot(
+            [c["step"] for c in curve],
+            [c["reward"] for c in curve],
+            label=f"seed {r['seed']} train reward",
+        )
         dev = [c for c in curve if "dev_pass@1" in c]
-        axes[2].plot([c["step"] for c in dev], [c["dev_pass@1"] for c in dev], "o--", label=f"seed {r['seed']} dev pass@1")
+        axes[2].plot(
+            [c["step"] for c in dev],
+            [c["dev_pass@1"] for c in dev],
+            "o--",
+            label=f"seed {r['seed']} dev pass@1",
+        )
     axes[1].set_title("SFT loss")
     axes[1].set_yscale("log")
     axes[1].set_xlabel("step")
@@ -212,33 +283,56 @@ def main() -> None:
 
     t0 = time.perf_counter()
     tasks, train, dev = make_tasks(args.train, args.dev)
-    runner = EnvRunner(tasks, index=str(ensure_sample_index()), max_turns=2, max_new_tokens=12,
-                       slots=args.questions_per_step * args.group_size, system_prompt=SHORT_PROMPT,
-                       batch_size=args.questions_per_step * args.group_size)
+    runner = EnvRunner(
+        tasks,
+        index=str(ensure_sample_index()),
+        max_turns=2,
+        max_new_tokens=12,
+        slots=args.questions_per_step * args.group_size,
+        system_prompt=SHORT_PROMPT,
+        batch_size=args.questions_per_step * args.group_size,
+    )
     runs = [run_seed(s, args, runner, train, dev) for s in tqdm(args.seeds, desc="seeds")]
     summary = summarize(runs, args.k)
     wall = time.perf_counter() - t0
     summary["target"] = target(summary, wall)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "learn.json").write_text(json.dumps({"args": vars(args), "summary": summary, "runs": runs,
-                                                    "wall_s": wall}, indent=1))
+    (RESULTS / "learn.json").write_text(
+        json.dumps({"args": vars(args), "summary": summary, "runs": runs, "wall_s": wall}, indent=1)
+    )
     plot(runs, summary, args.k, RESULTS / "learn.png")
-    print(f"held-out accuracy over seeds {args.seeds} ({args.dev} questions; greedy | sampled pass@1 | pass@{args.k}):")
+    print(
+        f"held-out accuracy over seeds {args.seeds} ({args.dev} questions; greedy | sampled pass@1 | pass@{args.k}):"
+    )
     for stage in ("untrained", "sft", "grpo"):
-        cells = [f"{summary[f'{stage}/{m}']['mean']:.3f} [{summary[f'{stage}/{m}']['min']:.3f}, "
-                 f"{summary[f'{stage}/{m}']['max']:.3f}]" for m in ("greedy", "pass@1", f"pass@{args.k}")]
+        cells = [
+            f"{summary[f'{stage}/{m}']['mean']:.3f} [{summary[f'{stage}/{m}']['min']:.3f}, "
+            f"{summary[f'{stage}/{m}']['max']:.3f}]"
+            for m in ("greedy", "pass@1", f"pass@{args.k}")
+        ]
         print(f"  {stage:9s} " + " | ".join(cells))
-    for key in ("gain untrained->sft/greedy", "gain untrained->sft/pass@1", "gain sft->grpo/greedy", "gain sft->grpo/pass@1"):
+    for key in (
+        "gain untrained->sft/greedy",
+        "gain untrained->sft/pass@1",
+        "gain sft->grpo/greedy",
+        "gain sft->grpo/pass@1",
+    ):
         s = summary[key]
-        print(f"  {key}: {s['mean']:+.3f} (per seed {', '.join(f'{g:+.3f}' for g in s['per_seed'])}); "
-              f"spread across seeds {s['spread_across_seeds']:.3f}; gain > spread: {s['gain_exceeds_spread']}")
+        print(
+            f"  {key}: {s['mean']:+.3f} (per seed {', '.join(f'{g:+.3f}' for g in s['per_seed'])}); "
+            f"spread across seeds {s['spread_across_seeds']:.3f}; gain > spread: {s['gain_exceeds_spread']}"
+        )
     for r in runs:
-        print(f"  seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes; "
-              f"SFT {r['sft_steps']} steps; SFT {r['time_s']['sft_phase']:.0f}s, GRPO {r['time_s']['grpo_phase']:.0f}s")
+        print(
+            f"  seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes; "
+            f"SFT {r['sft_steps']} steps; SFT {r['time_s']['sft_phase']:.0f}s, GRPO {r['time_s']['grpo_phase']:.0f}s"
+        )
     t = summary["target"]
     for metric in ("greedy", "pass@1"):
-        print(f"target on {metric} (mean gain > spread at both stages, under {TARGET_WALL_S}s): "
-              f"{'met' if t[metric]['met'] else 'NOT met'} {t[metric]}")
+        print(
+            f"target on {metric} (mean gain > spread at both stages, under {TARGET_WALL_S}s): "
+            f"{'met' if t[metric]['met'] else 'NOT met'} {t[metric]}"
+        )
     print(f"wall time {wall:.0f}s; wrote {RESULTS / 'learn.json'} and {RESULTS / 'learn.png'}")
 
 

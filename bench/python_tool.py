@@ -31,8 +31,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(ms: list[float]) -> dict[str, float]:
-    return {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "mean_ms": statistics.fmean(ms),
-            "min_ms": min(ms), "max_ms": max(ms)}
+    return {
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "mean_ms": statistics.fmean(ms),
+        "min_ms": min(ms),
+        "max_ms": max(ms),
+    }
 
 
 def main() -> int:
@@ -66,8 +71,12 @@ def main() -> int:
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
         "loadavg_1m_after": os.getloadavg()[0],  # the machine is shared: read figures against it
-        "isolation": {"network": first.network_isolation, "fs": first.fs_isolation,
-                      "process_cap": first.process_cap, "layers": list(first.layers)},
+        "isolation": {
+            "network": first.network_isolation,
+            "fs": first.fs_isolation,
+            "process_cap": first.process_cap,
+            "layers": list(first.layers),
+        },
         "python_tool": summary(tool_ms),
         "bare_subprocess": summary(bare_ms),
     }
@@ -76,13 +85,19 @@ def main() -> int:
     report["target_p50_ms"] = 150.0
     report["meets_target"] = report["python_tool"]["p50_ms"] < 150.0
 
-    print(f"isolation: {', '.join(first.layers)}   load average (1 min): {report['loadavg_1m_after']:.1f} "
-          f"on {report['cpus']} CPUs")
+    print(
+        f"isolation: {', '.join(first.layers)}   load average (1 min): {report['loadavg_1m_after']:.1f} "
+        f"on {report['cpus']} CPUs"
+    )
     for name in ("python_tool", "bare_subprocess"):
         s = report[name]
-        print(f"{name:16s} p50 {s['p50_ms']:7.1f} ms   p99 {s['p99_ms']:7.1f} ms   mean {s['mean_ms']:7.1f} ms")
-    print(f"ratio tool/bare   p50 {report['ratio_p50']:.2f}x   p99 {report['ratio_p99']:.2f}x   "
-          f"(target p50 < 150 ms: {'met' if report['meets_target'] else 'NOT met'})")
+        print(
+            f"{name:16s} p50 {s['p50_ms']:7.1f} ms   p99 {s['p99_ms']:7.1f} ms   mean {s['mean_ms']:7.1f} ms"
+        )
+    print(
+        f"ratio tool/bare   p50 {report['ratio_p50']:.2f}x   p99 {report['ratio_p99']:.2f}x   "
+        f"(target p50 < 150 ms: {'met' if report['meets_target'] else 'NOT met'})"
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "python_tool.json"
     out.write_text(json.dumps(report, indent=2) + "\n")

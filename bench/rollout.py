@@ -35,9 +35,14 @@ def measure(policy: TransformersPolicy, envs, jobs, budget: Budget, batch: int) 
     env_s = sum(t.timings["env_s"] for t in trajs)
     policy_s = sum(t.timings["policy_s"] for t in trajs)
     return {
-        "episodes": len(trajs), "wall_s": wall, "episodes_per_s": len(trajs) / wall,
-        "generated_tokens": policy.generated_tokens, "generated_tokens_per_s": policy.generated_tokens / wall,
-        "env_s": env_s, "policy_s": policy_s, "env_share": env_s / wall,
+        "episodes": len(trajs),
+        "wall_s": wall,
+        "episodes_per_s": len(trajs) / wall,
+        "generated_tokens": policy.generated_tokens,
+        "generated_tokens_per_s": policy.generated_tokens / wall,
+        "env_s": env_s,
+        "policy_s": policy_s,
+        "env_share": env_s / wall,
         "em": sum(t.metrics["em"] for t in trajs) / len(trajs),
     }
 
@@ -58,15 +63,25 @@ def main() -> None:
     single = measure(policy, envs[:1], jobs, budget, 1)
     batched = measure(policy, envs, jobs, budget, args.batch)
     ratio = batched["generated_tokens_per_s"] / single["generated_tokens_per_s"]
-    result = {"model": policy.name, "torch_threads": torch.get_num_threads(), "args": vars(args),
-              "one_at_a_time": single, "batched": batched, "tokens_per_s_ratio": ratio,
-              "episodes_per_s_ratio": batched["episodes_per_s"] / single["episodes_per_s"]}
+    result = {
+        "model": policy.name,
+        "torch_threads": torch.get_num_threads(),
+        "args": vars(args),
+        "one_at_a_time": single,
+        "batched": batched,
+        "tokens_per_s_ratio": ratio,
+        "episodes_per_s_ratio": batched["episodes_per_s"] / single["episodes_per_s"],
+    }
     for name, r in (("one-at-a-time", single), (f"batched x{args.batch}", batched)):
-        print(f"{name:>14}: {r['episodes_per_s']:.3f} episodes/s, {r['generated_tokens_per_s']:.1f} gen tokens/s, "
-              f"env {100 * r['env_share']:.2f}% of {r['wall_s']:.1f} s wall")
-    print(f"batched / one-at-a-time: {ratio:.2f}x tokens/s (target >= 3x), "
-          f"{result['episodes_per_s_ratio']:.2f}x episodes/s; env share batched {100 * batched['env_share']:.2f}% "
-          "(target < 5%)")
+        print(
+            f"{name:>14}: {r['episodes_per_s']:.3f} episodes/s, {r['generated_tokens_per_s']:.1f} gen tokens/s, "
+            f"env {100 * r['env_share']:.2f}% of {r['wall_s']:.1f} s wall"
+        )
+    print(
+        f"batched / one-at-a-time: {ratio:.2f}x tokens/s (target >= 3x), "
+        f"{result['episodes_per_s_ratio']:.2f}x episodes/s; env share batched {100 * batched['env_share']:.2f}% "
+        "(target < 5%)"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "rollout.json").write_text(json.dumps(result, indent=2) + "\n")
 

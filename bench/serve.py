@@ -44,10 +44,29 @@ def digest(hits: list) -> str:
     return hashlib.sha256(repr(hits).encode()).hexdigest()
 
 
-def start_server(index: Path, memo_size: int, workers: int, retriever: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "wikisim", "serve", "--index", str(index), "--port", "0",
-                             "--memo-size", str(memo_size), "--workers", str(workers), "--retriever", retriever],
-                            stdout=subprocess.PIPE, text=True)
+def start_server(
+    index: Path, memo_size: int, workers: int, retriever: str
+) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wikisim",
+            "serve",
+            "--index",
+            str(index),
+            "--port",
+            "0",
+            "--memo-size",
+            str(memo_size),
+            "--workers",
+            str(workers),
+            "--retriever",
+            retriever,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
@@ -71,7 +90,11 @@ def _children(pid: int) -> list[int]:
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
     qs = statistics.quantiles(latencies, n=100, method="inclusive")
-    return {"p50_ms": qs[49] * 1000, "p99_ms": qs[98] * 1000, "mean_ms": statistics.fmean(latencies) * 1000}
+    return {
+        "p50_ms": qs[49] * 1000,
+        "p99_ms": qs[98] * 1000,
+        "mean_ms": statistics.fmean(latencies) * 1000,
+    }
 
 
 ROUTES = ("search", "retrieve", "serper", "jina")
@@ -83,12 +106,16 @@ def request(route: str, host: str, query: str) -> bytes:
         from wikisim.corpus.page import title_to_url
 
         return f"GET /jina/{title_to_url(query)} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    path, payload = {"search": ("/search", {"queries": [query], "k": 10}),
-                     "retrieve": ("/retrieve", {"query": query, "topk": 3, "return_scores": True}),
-                     "serper": ("/serper/search", {"q": query, "num": 10})}[route]
+    path, payload = {
+        "search": ("/search", {"queries": [query], "k": 10}),
+        "retrieve": ("/retrieve", {"query": query, "topk": 3, "return_scores": True}),
+        "serper": ("/serper/search", {"q": query, "num": 10}),
+    }[route]
     body = json.dumps(payload).encode()
-    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def expected_answer(route: str, local, query: str) -> str:
@@ -119,8 +146,14 @@ def answer_digest(route: str, body: bytes) -> str:
     return digest([(o["title"], o["link"], o["snippet"]) for o in data["organic"]])
 
 
-async def one_client(host: str, port: int, jobs: list[tuple[str, bytes]], lat: list[float],
-                     answers: Counter, failures: list[int]) -> None:
+async def one_client(
+    host: str,
+    port: int,
+    jobs: list[tuple[str, bytes]],
+    lat: list[float],
+    answers: Counter,
+    failures: list[int],
+) -> None:
     """One keep-alive connection, one request in flight: the latency an env worker would see."""
     reader, writer = await asyncio.open_connection(host, port)
     for query, raw in jobs:
@@ -128,8 +161,11 @@ async def one_client(host: str, port: int, jobs: list[tuple[str, bytes]], lat: l
         try:
             writer.write(raw)
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:"))
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
             body = await reader.readexactly(length)
         except (OSError, asyncio.IncompleteReadError, StopIteration, ValueError):
             failures.append(1)
@@ -158,14 +194,18 @@ def client_process(url: str, route: str, jobs: list[list[str]], go, out) -> None
     failures: list[int] = []
 
     async def main() -> None:
-        await asyncio.gather(*(one_client(host, port, job, lat, answers, failures) for job in prepared))
+        await asyncio.gather(
+            *(one_client(host, port, job, lat, answers, failures) for job in prepared)
+        )
 
     go.wait()
     (uvloop.run if uvloop else asyncio.run)(main())
     out.put((lat, len(failures), dict(answers)))
 
 
-def run_level(url: str, route: str, clients: int, queries: list[str], n: int, expected: dict[str, str]) -> dict:
+def run_level(
+    url: str, route: str, clients: int, queries: list[str], n: int, expected: dict[str, str]
+) -> dict:
     ctx = mp.get_context("spawn")
     jobs = [[queries[i % len(queries)] for i in range(c, n, clients)] for c in range(clients)]
     go, out = ctx.Event(), ctx.Queue()
@@ -177,20 +217,33 @@ def run_level(url: str, route: str, clients: int, queries: list[str], n: int, ex
     latencies, failures, answers = out.get(timeout=600)
     elapsed = time.perf_counter() - start
     proc.join(timeout=30)
-    mismatches = sum(count for (q, body), count in answers.items()
-                     if answer_digest(route, body) != expected[q])
-    return {"route": route, "clients": clients, "requests": n, "seconds": elapsed, "req_per_s": len(latencies) / elapsed,
-            "failures": failures, "mismatches": mismatches, **percentiles(latencies)}
+    mismatches = sum(
+        count for (q, body), count in answers.items() if answer_digest(route, body) != expected[q]
+    )
+    return {
+        "route": route,
+        "clients": clients,
+        "requests": n,
+        "seconds": elapsed,
+        "req_per_s": len(latencies) / elapsed,
+        "failures": failures,
+        "mismatches": mismatches,
+        **percentiles(latencies),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--index", type=Path, default=None, help="built index (default: the bundled sample)")
+    parser.add_argument(
+        "--index", type=Path, default=None, help="built index (default: the bundled sample)"
+    )
     parser.add_argument("--requests", type=int, default=3000, help="requests per client level")
     parser.add_argument("--clients", type=int, nargs="+", default=[16, 64, 200])
     parser.add_argument("--routes", nargs="+", default=list(ROUTES), choices=ROUTES)
     parser.add_argument("--workers", type=int, default=1, help="wikisim serve --workers")
-    parser.add_argument("--retriever", default="bm25s", help="wikisim serve --retriever, and the baseline's")
+    parser.add_argument(
+        "--retriever", default="bm25s", help="wikisim serve --retriever, and the baseline's"
+    )
     args = parser.parse_args()
     from wikisim.backends.wiki import WikiBackend
 
@@ -201,7 +254,9 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     local = WikiBackend(args.index, retriever=args.retriever)
     queries = [title for _, title in local.index.store.titles()][:200]
-    expected = {route: {q: expected_answer(route, local, q) for q in queries} for route in args.routes}
+    expected = {
+        route: {q: expected_answer(route, local, q) for q in queries} for route in args.routes
+    }
 
     lat = []
     start = time.perf_counter()
@@ -212,35 +267,54 @@ def main() -> None:
     baseline = {"req_per_s": args.requests / (time.perf_counter() - start), **percentiles(lat)}
 
     levels = []
-    for memo_size in (0, 4096):  # cold: every request searches; hot: repeated queries come from the memo
+    for memo_size in (
+        0,
+        4096,
+    ):  # cold: every request searches; hot: repeated queries come from the memo
         proc, url = start_server(args.index, memo_size, args.workers, args.retriever)
         try:
             for route in args.routes:
                 for c in tqdm(args.clients, desc=f"{route} memo {memo_size}", leave=False):
                     cpu = cpu_seconds(proc.pid)
                     level = run_level(url, route, c, queries, args.requests, expected[route])
-                    level["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - cpu) * 1000 / args.requests
+                    level["server_cpu_ms_per_req"] = (
+                        (cpu_seconds(proc.pid) - cpu) * 1000 / args.requests
+                    )
                     levels.append({"memo": memo_size > 0, **level})
         finally:
             proc.terminate()
             proc.wait(timeout=10)
 
     load = os.getloadavg()[0]
-    print(f"index {args.index}  manifest {local.manifest_hash}  cores {os.cpu_count()}  server workers "
-          f"{args.workers}  load avg at start {load_start:.1f}, at end {load:.1f}")
-    print(f"in-process WikiBackend.search: {baseline['req_per_s']:.0f} req/s, "
-          f"p50 {baseline['p50_ms']:.2f} ms, p99 {baseline['p99_ms']:.2f} ms")
-    print(f"{'route':>8} {'memo':>5} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'fail':>5} {'diff':>5} "
-          f"{'vs in-process':>14} {'server CPU ms/req':>18} {'=> req/s per free core':>23}")
+    print(
+        f"index {args.index}  manifest {local.manifest_hash}  cores {os.cpu_count()}  server workers "
+        f"{args.workers}  load avg at start {load_start:.1f}, at end {load:.1f}"
+    )
+    print(
+        f"in-process WikiBackend.search: {baseline['req_per_s']:.0f} req/s, "
+        f"p50 {baseline['p50_ms']:.2f} ms, p99 {baseline['p99_ms']:.2f} ms"
+    )
+    print(
+        f"{'route':>8} {'memo':>5} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'fail':>5} {'diff':>5} "
+        f"{'vs in-process':>14} {'server CPU ms/req':>18} {'=> req/s per free core':>23}"
+    )
     for r in levels:
-        print(f"{r['route']:>8} {'hot' if r['memo'] else 'off':>5} {r['clients']:>7} {r['req_per_s']:>8.0f} {r['p50_ms']:>8.2f} "
-              f"{r['p99_ms']:>8.2f} {r['failures']:>5} {r['mismatches']:>5} "
-              f"{r['req_per_s'] / baseline['req_per_s']:>13.2f}x {r['server_cpu_ms_per_req']:>18.3f} "
-              f"{1000 / max(r['server_cpu_ms_per_req'], 1e-9):>23.0f}")
+        print(
+            f"{r['route']:>8} {'hot' if r['memo'] else 'off':>5} {r['clients']:>7} {r['req_per_s']:>8.0f} {r['p50_ms']:>8.2f} "
+            f"{r['p99_ms']:>8.2f} {r['failures']:>5} {r['mismatches']:>5} "
+            f"{r['req_per_s'] / baseline['req_per_s']:>13.2f}x {r['server_cpu_ms_per_req']:>18.3f} "
+            f"{1000 / max(r['server_cpu_ms_per_req'], 1e-9):>23.0f}"
+        )
     RESULTS.mkdir(exist_ok=True)
-    out = {"index": str(args.index), "manifest_hash": local.manifest_hash, "workers": args.workers,
-           "load_avg_start": load_start, "load_avg": load,
-           "in_process": baseline, "serve": levels}
+    out = {
+        "index": str(args.index),
+        "manifest_hash": local.manifest_hash,
+        "workers": args.workers,
+        "load_avg_start": load_start,
+        "load_avg": load,
+        "in_process": baseline,
+        "serve": levels,
+    }
     (RESULTS / "serve.json").write_text(json.dumps(out, indent=2))
     print(f"wrote {RESULTS / 'serve.json'}")
 

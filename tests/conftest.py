@@ -13,7 +13,9 @@ from wikisim.paths import DATA_DIR
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Never read or write the user's cache from tests (`WIKISIM_TEST_CACHE` names one to reuse across runs)."""
-    os.environ["WIKISIM_CACHE"] = os.environ.get("WIKISIM_TEST_CACHE") or str(tmp_path_factory.mktemp("wikisim-cache"))
+    os.environ["WIKISIM_CACHE"] = os.environ.get("WIKISIM_TEST_CACHE") or str(
+        tmp_path_factory.mktemp("wikisim-cache")
+    )
     os.environ.setdefault("OPENAI_API_KEY", "unused-by-tests")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -23,6 +23,12 @@ def test_readme_opens_with_the_two_commands() -> None:
 def test_readme_quickstart_runs(sample_index: Path) -> None:
     [quickstart] = _python_blocks(REPO_ROOT / "README.md")
     code = quickstart + "\nprint(info['manifest_hash'], terminated, reward in (0.0, 1.0))\n"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=REPO_ROOT, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
+        check=True,
+    ).stdout.split()
     assert out == [open_index(sample_index).manifest_hash, "True", "True"]

@@ -1,7 +1,7 @@
 """wikisim: a Wikipedia dump as an offline, exactly reproducible web for deep-research agents.
 
-    import gymnasium as gym, wikisim
-    env = gym.make("WikiSim-v0")
+import gymnasium as gym, wikisim
+env = gym.make("WikiSim-v0")
 """
 
 __version__ = "0.1.0"

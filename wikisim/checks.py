@@ -31,7 +31,9 @@ def check_literals(config: Any) -> None:
         value = getattr(config, f.name)
         optional = type(None) in typing.get_args(hints[f.name])
         if choices and value not in choices and not (optional and value is None):
-            raise ConfigError(f"{type(config).__name__}.{f.name}={value!r}: choose one of {', '.join(map(str, choices))}")
+            raise ConfigError(
+                f"{type(config).__name__}.{f.name}={value!r}: choose one of {', '.join(map(str, choices))}"
+            )
 
 
 def literal_choices(hint: Any) -> tuple[Any, ...]:

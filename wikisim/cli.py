@@ -19,7 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("wikisim.commands.search", "search a built index"),
     "replay": ("wikisim.commands.replay", "re-run a trajectory file and report differing steps"),
     "synth": ("wikisim.commands.synth", "synthesise verified SailorFog-QA-V2 questions"),
-    "serve": ("wikisim.commands.serve", "serve search, visit and scholar over HTTP (also as Search-R1, Serper, Jina)"),
+    "serve": (
+        "wikisim.commands.serve",
+        "serve search, visit and scholar over HTTP (also as Search-R1, Serper, Jina)",
+    ),
     "mcp": ("wikisim.commands.mcp", "serve the env's tools over MCP (stdio or streamable HTTP)"),
     "eval": ("agent.commands.eval", "evaluate a policy on a task set"),
     "sweep": ("agent.commands.sweep", "run a grid of settings x seeds"),

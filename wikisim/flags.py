@@ -47,7 +47,9 @@ def config_fields(cls: type) -> dict[str, _Field]:
                 out[name] = _Field((f.name, *sub.path), sub.hint, sub.default)
             continue
         if f.name in out:
-            raise ConfigError(f"{cls.__name__}.{f.name} is also a field of a nested config: names must be unique")
+            raise ConfigError(
+                f"{cls.__name__}.{f.name} is also a field of a nested config: names must be unique"
+            )
         default = f.default if f.default is not dataclasses.MISSING else None
         out[f.name] = _Field((f.name,), hint, default)
     return out
@@ -76,25 +78,37 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = ()) -> None:
+def add_config_arguments(
+    parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = ()
+) -> None:
     """`--config FILE` and one `--field-name` flag per setting; unset flags stay None so YAML values survive."""
-    parser.add_argument("--config", type=Path, default=None, help="YAML file of settings (flags override it)")
+    parser.add_argument(
+        "--config", type=Path, default=None, help="YAML file of settings (flags override it)"
+    )
     for name, f in config_fields(cls).items():
         if name in skip:
             continue
         flag, base = "--" + name.replace("_", "-"), _base(f.hint)
         help_text = f"(default {f.default!r})"
         if base is bool:
-            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+            parser.add_argument(
+                flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
         elif choices := literal_choices(f.hint):
-            parser.add_argument(flag, dest=name, choices=list(choices), default=None, help=help_text)
+            parser.add_argument(
+                flag, dest=name, choices=list(choices), default=None, help=help_text
+            )
         elif _is_mapping(f.hint):
-            parser.add_argument(flag, dest=name, type=_json_object, default=None, metavar="JSON", help=help_text)
+            parser.add_argument(
+                flag, dest=name, type=_json_object, default=None, metavar="JSON", help=help_text
+            )
         elif base in (int, float, str):
             parser.add_argument(flag, dest=name, type=base, default=None, help=help_text)
         else:
-            raise ConfigError(f"config field {name} has type {f.hint}; flags support int, float, str, bool, "
-                              "Literal, mappings and nested configs")
+            raise ConfigError(
+                f"config field {name} has type {f.hint}; flags support int, float, str, bool, "
+                "Literal, mappings and nested configs"
+            )
 
 
 def build_config(cls: type[C], values: Mapping[str, Any], where: str = "settings") -> C:
@@ -104,7 +118,9 @@ def build_config(cls: type[C], values: Mapping[str, Any], where: str = "settings
     for key, value in _flatten(cls, values).items():
         name = str(key).replace("-", "_")
         if name not in table:
-            raise ConfigError(f"{where}: unknown setting {name!r} for {cls.__name__}; known: {', '.join(sorted(table))}")
+            raise ConfigError(
+                f"{where}: unknown setting {name!r} for {cls.__name__}; known: {', '.join(sorted(table))}"
+            )
         f = table[name]
         node = nested
         for part in f.path[:-1]:
@@ -121,7 +137,9 @@ def _flatten(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
         if hint is not None and _is_config(hint) and isinstance(value, Mapping):
             out.update(_flatten(hint, value))
         elif hint is not None and _is_config(hint) and dataclasses.is_dataclass(value):
-            out.update(_flatten(hint, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}))
+            out.update(
+                _flatten(hint, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+            )
         else:
             out[key] = value
     return out
@@ -133,7 +151,11 @@ def _typed(name: str, hint: Any, value: Any, where: str) -> Any:
         return None
     if base is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if base in (int, float, str, bool) and not isinstance(value, base) or (base is int and isinstance(value, bool)):
+    if (
+        base in (int, float, str, bool)
+        and not isinstance(value, base)
+        or (base is int and isinstance(value, bool))
+    ):
         raise ConfigError(f"{where}: setting {name}={value!r} must be a {base.__name__}")
     if _is_mapping(hint) and not isinstance(value, Mapping):
         raise ConfigError(f"{where}: setting {name}={value!r} must be a mapping")
@@ -146,7 +168,9 @@ def _construct(cls: type[C], values: dict[str, Any]) -> C:
     return cls(**kwargs)
 
 
-def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> C:
+def load_config(
+    cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> C:
     """Build `cls` from defaults, then a YAML file, then overrides (None values ignored)."""
     values: dict[str, Any] = {}
     if path is not None:
@@ -155,7 +179,9 @@ def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping
         except (OSError, yaml.YAMLError) as e:
             raise ConfigError(f"cannot read config {path}: {e}") from e
         if not isinstance(loaded, dict):
-            raise ConfigError(f"config {path} must be a mapping of setting: value, got {type(loaded).__name__}")
+            raise ConfigError(
+                f"config {path} must be a mapping of setting: value, got {type(loaded).__name__}"
+            )
         values.update(_flatten(cls, loaded))
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return build_config(cls, values, str(path) if path is not None else "settings")
@@ -164,7 +190,9 @@ def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping
 def config_from_args(cls: type[C], args: argparse.Namespace) -> C:
     """The config a parsed command line describes (`--config` YAML, then the flags that were given)."""
     names = config_fields(cls)
-    return load_config(cls, getattr(args, "config", None), {k: v for k, v in vars(args).items() if k in names})
+    return load_config(
+        cls, getattr(args, "config", None), {k: v for k, v in vars(args).items() if k in names}
+    )
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    summary, _ = evaluate(config_from_args(EvalConfig, args), args.out, progress=not args.no_progress)
+    summary, _ = evaluate(
+        config_from_args(EvalConfig, args), args.out, progress=not args.no_progress
+    )
     print(markdown_table([summary]), end="")
     print(json.dumps({"pass@k": summary["pass@k"], "out": args.out}))
     return 0

@@ -45,8 +45,16 @@ class EnvPool(Sequence[gym.Env]):
         at_least("EnvPool", 1, n=n)
         self.config = resolve_index(config)
         self.backend = open_backend(self.config)
-        self.envs = [gym.make("WikiSim-v0", disable_env_checker=True, config=self.config, tasks=tasks,
-                              backend=self.backend) for _ in range(n)]
+        self.envs = [
+            gym.make(
+                "WikiSim-v0",
+                disable_env_checker=True,
+                config=self.config,
+                tasks=tasks,
+                backend=self.backend,
+            )
+            for _ in range(n)
+        ]
 
     @overload
     def __getitem__(self, i: int) -> gym.Env: ...
@@ -70,7 +78,9 @@ class EnvPool(Sequence[gym.Env]):
         self.close()
 
 
-def make_envs(n: int, config: EnvConfig | None = None, tasks: TaskSet | str | None = None, **settings: Any) -> EnvPool:
+def make_envs(
+    n: int, config: EnvConfig | None = None, tasks: TaskSet | str | None = None, **settings: Any
+) -> EnvPool:
     """`n` envs sharing one backend; `settings` are `EnvConfig` fields overriding `config`."""
     config = config or EnvConfig()
     if isinstance(tasks, str):
@@ -153,8 +163,13 @@ def rollout(
 def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -> _Slot:
     question, info = env.reset(seed=job.seed, options={"task_id": job.task_id})
     episode = Episode(
-        task_id=info["task_id"], question=question, system_prompt=info["system_prompt"], tools=info["tools"],
-        seed=job.seed, budget=budget, chat=policy.chat,
+        task_id=info["task_id"],
+        question=question,
+        system_prompt=info["system_prompt"],
+        tools=info["tools"],
+        seed=job.seed,
+        budget=budget,
+        chat=policy.chat,
     )
     return _Slot(index, job, episode, info["manifest_hash"], judged=info["reward"] == "judge")
 

@@ -87,32 +87,47 @@ class _Job:
 class ModelServer:
     """The model, its weight version, a batching worker thread, and the Starlette app."""
 
-    def __init__(self, model_path: str | Path | None = None, *, tokenizer: Any = None, model: Any = None,
-                 name: str = "policy", weight_version: str = "initial", batch_size: int = 64, log_size: int = 100_000):
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        tokenizer: Any = None,
+        model: Any = None,
+        name: str = "policy",
+        weight_version: str = "initial",
+        batch_size: int = 64,
+        log_size: int = 100_000,
+    ):
         from agent.rollout.models import load_local
 
         if model is None:
             if model_path is None:
-                raise ConfigError("ModelServer needs a model folder (model_path) or a (tokenizer, model) pair")
+                raise ConfigError(
+                    "ModelServer needs a model folder (model_path) or a (tokenizer, model) pair"
+                )
             tokenizer, model = load_local(model_path)
         self.name, self.batch_size = name, batch_size
         self.tokenizer, self.model = tokenizer, model.eval()
         self.model_path, self.weight_version = str(model_path or ""), weight_version
         self.sha256 = weights_sha256(self.model)
-        self.log: deque[Served] = deque(maxlen=log_size)  # the most recent completions, oldest first
+        self.log: deque[Served] = deque(
+            maxlen=log_size
+        )  # the most recent completions, oldest first
         self._lock = threading.Lock()  # held while generating and while swapping weights
         self._policies: dict[tuple[float, float], TransformersPolicy] = {}
         self._jobs: queue.Queue[_Job] = queue.Queue()
         threading.Thread(target=self._work, name="model-server-batcher", daemon=True).start()
-        self.app = Starlette(routes=[
-            Route("/v1/completions", self._completions, methods=["POST"]),
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/update_weights_from_disk", self._update_weights, methods=["POST"]),
-            Route("/model_info", self._model_info, methods=["GET"]),
-            Route("/collective_rpc", self._collective_rpc, methods=["POST"]),
-            Route("/reset_prefix_cache", lambda _: JSONResponse(None), methods=["POST"]),
-            Route("/health", lambda _: JSONResponse({"status": "ok"}), methods=["GET"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/completions", self._completions, methods=["POST"]),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/update_weights_from_disk", self._update_weights, methods=["POST"]),
+                Route("/model_info", self._model_info, methods=["GET"]),
+                Route("/collective_rpc", self._collective_rpc, methods=["POST"]),
+                Route("/reset_prefix_cache", lambda _: JSONResponse(None), methods=["POST"]),
+                Route("/health", lambda _: JSONResponse({"status": "ok"}), methods=["GET"]),
+            ]
+        )
 
     # -- generation ------------------------------------------------------------------
 
@@ -131,8 +146,11 @@ class ModelServer:
                     groups.setdefault((j.temperature, j.top_p), []).append(j)
                 for key, group in groups.items():
                     try:
-                        rows = self._policy(key).generate([j.ids for j in group], [j.max_new for j in group],
-                                                          [j.seed for j in group])
+                        rows = self._policy(key).generate(
+                            [j.ids for j in group],
+                            [j.max_new for j in group],
+                            [j.seed for j in group],
+                        )
                     except Exception as e:  # noqa: BLE001 - handed to the waiting request as a 500
                         for j in group:
                             j.done.set_exception(e)
@@ -144,21 +162,33 @@ class ModelServer:
     def _policy(self, key: tuple[float, float]) -> TransformersPolicy:
         if key not in self._policies:
             sampling = SamplingConfig(temperature=key[0], top_p=key[1], batch_size=self.batch_size)
-            self._policies[key] = TransformersPolicy(self.tokenizer, self.model, name=self.name, sampling=sampling)
+            self._policies[key] = TransformersPolicy(
+                self.tokenizer, self.model, name=self.name, sampling=sampling
+            )
         return self._policies[key]
 
-    async def _generate(self, ids: list[int], body: dict[str, Any]) -> tuple[list[int], list[float], str, str]:
+    async def _generate(
+        self, ids: list[int], body: dict[str, Any]
+    ) -> tuple[list[int], list[float], str, str]:
         """The sampled ids, their log-probs, the completion text (stop string cut) and the finish reason."""
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
         if not set(stops) <= set(STOP_STRINGS):
-            raise _BadRequest(f"stop={stops!r}: this server stops only at end-of-turn and {list(STOP_STRINGS)}")
+            raise _BadRequest(
+                f"stop={stops!r}: this server stops only at end-of-turn and {list(STOP_STRINGS)}"
+            )
         max_new = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         if max_new < 1 or not ids:
             raise _BadRequest(f"need max_tokens >= 1 (got {max_new}) and a non-empty prompt")
         seed = body.get("seed")
-        job = _Job(ids, max_new, int(seed) if seed is not None else random.getrandbits(31),
-                   float(body.get("temperature", 1.0)), float(body.get("top_p", 1.0)), Future())
+        job = _Job(
+            ids,
+            max_new,
+            int(seed) if seed is not None else random.getrandbits(31),
+            float(body.get("temperature", 1.0)),
+            float(body.get("top_p", 1.0)),
+            Future(),
+        )
         self._jobs.put(job)
         out_ids, lps = await asyncio.wrap_future(job.done)
         text, at_stop = self._stop_text(out_ids)
@@ -189,7 +219,10 @@ class ModelServer:
             out, lps, text, finish = await self._generate(ids, body)
             choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish}
             if body.get("logprobs") is not None:
-                choice["logprobs"] = {"tokens": [self.tokenizer.decode([i]) for i in out], "token_logprobs": lps}
+                choice["logprobs"] = {
+                    "tokens": [self.tokenizer.decode([i]) for i in out],
+                    "token_logprobs": lps,
+                }
             if body.get("return_token_ids"):
                 choice["prompt_token_ids"], choice["token_ids"] = ids, out
             return {"object": "text_completion", "choices": [choice], "usage": _usage(ids, out)}
@@ -201,15 +234,28 @@ class ModelServer:
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
                 raise _BadRequest("messages must be a non-empty list")
-            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             out, lps, text, finish = await self._generate(ids, body)
-            choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
-                                      "message": {"role": "assistant", "content": text}}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "finish_reason": finish,
+                "message": {"role": "assistant", "content": text},
+            }
             if body.get("logprobs"):
-                choice["logprobs"] = {"content": [{"token": self.tokenizer.decode([i]), "logprob": lp}
-                                                  for i, lp in zip(out, lps, strict=True)]}
-            reply: dict[str, Any] = {"object": "chat.completion", "choices": [choice], "usage": _usage(ids, out)}
+                choice["logprobs"] = {
+                    "content": [
+                        {"token": self.tokenizer.decode([i]), "logprob": lp}
+                        for i, lp in zip(out, lps, strict=True)
+                    ]
+                }
+            reply: dict[str, Any] = {
+                "object": "chat.completion",
+                "choices": [choice],
+                "usage": _usage(ids, out),
+            }
             if body.get("return_token_ids"):
                 reply["prompt_token_ids"], choice["token_ids"] = ids, out
             return reply
@@ -225,33 +271,52 @@ class ModelServer:
                 raise _BadRequest("this server answers n=1 without streaming")
             reply = await answer(body)
         except _BadRequest as e:
-            return JSONResponse({"error": {"message": str(e), "type": "invalid_request_error"}}, status_code=400)
+            return JSONResponse(
+                {"error": {"message": str(e), "type": "invalid_request_error"}}, status_code=400
+            )
         except ValueError as e:  # a body that is not JSON
-            return JSONResponse({"error": {"message": f"bad JSON: {e}", "type": "invalid_request_error"}}, status_code=400)
-        return JSONResponse({"id": f"cmpl-{random.getrandbits(48):012x}", "created": int(time.time()),
-                             "model": self.name, **reply})
+            return JSONResponse(
+                {"error": {"message": f"bad JSON: {e}", "type": "invalid_request_error"}},
+                status_code=400,
+            )
+        return JSONResponse(
+            {
+                "id": f"cmpl-{random.getrandbits(48):012x}",
+                "created": int(time.time()),
+                "model": self.name,
+                **reply,
+            }
+        )
 
     async def _update_weights(self, request: Request) -> JSONResponse:
         body = await request.json()
         path = body.get("model_path") if isinstance(body, dict) else None
         if not path:
-            return JSONResponse({"success": False, "message": "model_path is required"}, status_code=400)
+            return JSONResponse(
+                {"success": False, "message": "model_path is required"}, status_code=400
+            )
         why = await self._load_async(path, str(body.get("weight_version") or path))
         if why:
             return JSONResponse({"success": False, "message": why}, status_code=400)
-        return JSONResponse({"success": True, "message": f"loaded {path}", "num_paused_requests": 0})
+        return JSONResponse(
+            {"success": True, "message": f"loaded {path}", "num_paused_requests": 0}
+        )
 
     async def _collective_rpc(self, request: Request) -> JSONResponse:
         body = await request.json()
         if not isinstance(body, dict) or body.get("method") != "reload_weights":
             method = body.get("method") if isinstance(body, dict) else None
-            return JSONResponse({"error": f"this server runs only method 'reload_weights', got {method!r}"},
-                                status_code=400)
+            return JSONResponse(
+                {"error": f"this server runs only method 'reload_weights', got {method!r}"},
+                status_code=400,
+            )
         kwargs = body.get("kwargs") or {}
         path = kwargs.get("weights_path") if isinstance(kwargs, dict) else None
         if not path:
-            return JSONResponse({"error": "reload_weights needs kwargs.weights_path (a checkpoint folder)"},
-                                status_code=400)
+            return JSONResponse(
+                {"error": "reload_weights needs kwargs.weights_path (a checkpoint folder)"},
+                status_code=400,
+            )
         why = await self._load_async(path, str(path))
         if why:
             return JSONResponse({"error": why}, status_code=400)
@@ -266,8 +331,14 @@ class ModelServer:
         return ""
 
     async def _model_info(self, request: Request) -> JSONResponse:
-        return JSONResponse({"model_path": self.model_path, "weight_version": self.weight_version,
-                             "is_generation": True, "weights_sha256": self.sha256})
+        return JSONResponse(
+            {
+                "model_path": self.model_path,
+                "weight_version": self.weight_version,
+                "is_generation": True,
+                "weights_sha256": self.sha256,
+            }
+        )
 
     def load(self, path: str, weight_version: str) -> None:
         """Swap in the weights saved at `path` (after the batch in flight finishes)."""
@@ -286,7 +357,11 @@ class _BadRequest(Exception):
 
 
 def _usage(prompt: list[int], out: list[int]) -> dict[str, int]:
-    return {"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}
+    return {
+        "prompt_tokens": len(prompt),
+        "completion_tokens": len(out),
+        "total_tokens": len(prompt) + len(out),
+    }
 
 
 class RunningServer:
@@ -302,7 +377,9 @@ class RunningServer:
         self.url = f"http://{host}:{sock.getsockname()[1]}/v1"
         config = uvicorn.Config(server.app, log_level="warning", access_log=False, lifespan="off")
         self._uvicorn = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._uvicorn.run, kwargs={"sockets": [sock]}, daemon=True
+        )
         self._thread.start()
         while not self._uvicorn.started:
             if not self._thread.is_alive():
@@ -334,8 +411,13 @@ def main(argv: list[str] | None = None) -> None:
 
     server = ModelServer(args.model, name=args.name, batch_size=args.batch_size)
     sock = bind(args.host, args.port)
-    print(f"serving {args.model} as {args.name!r} on http://{args.host}:{sock.getsockname()[1]}/v1", flush=True)
-    uvicorn.Server(uvicorn.Config(server.app, log_level="warning", access_log=False, lifespan="off")).run(sockets=[sock])
+    print(
+        f"serving {args.model} as {args.name!r} on http://{args.host}:{sock.getsockname()[1]}/v1",
+        flush=True,
+    )
+    uvicorn.Server(
+        uvicorn.Config(server.app, log_level="warning", access_log=False, lifespan="off")
+    ).run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -43,8 +43,13 @@ class Budget:
     max_new_tokens: int = 512
 
     def __post_init__(self) -> None:
-        at_least("Budget", 1, max_turns=self.max_turns, max_context_tokens=self.max_context_tokens,
-                 max_new_tokens=self.max_new_tokens)
+        at_least(
+            "Budget",
+            1,
+            max_turns=self.max_turns,
+            max_context_tokens=self.max_context_tokens,
+            max_new_tokens=self.max_new_tokens,
+        )
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,9 @@ class Generation:
         if (self.ids is None) != (self.logprobs is None):
             raise ValueError("Generation needs both ids and logprobs, or neither")
         if self.ids is not None and len(self.ids) != len(self.logprobs or ()):
-            raise ValueError(f"Generation has {len(self.ids)} ids but {len(self.logprobs or ())} logprobs")
+            raise ValueError(
+                f"Generation has {len(self.ids)} ids but {len(self.logprobs or ())} logprobs"
+            )
 
 
 class ChatFormat:
@@ -92,7 +99,9 @@ class ChatFormat:
         base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _PLACEHOLDER}]
         closed = tokenizer.apply_chat_template(base, tokenize=False)
         nxt = tokenizer.apply_chat_template(
-            [*base, {"role": "user", "content": _PLACEHOLDER}], tokenize=False, add_generation_prompt=True
+            [*base, {"role": "user", "content": _PLACEHOLDER}],
+            tokenize=False,
+            add_generation_prompt=True,
         )
         if not nxt.startswith(closed) or closed.count(_PLACEHOLDER) != 1:
             raise ConfigError(
@@ -106,9 +115,14 @@ class ChatFormat:
     def encode(self, text: str) -> tuple[int, ...]:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def prompt_ids(self, messages: Sequence[Mapping[str, str]], tools: Sequence[Mapping] | None) -> tuple[int, ...]:
+    def prompt_ids(
+        self, messages: Sequence[Mapping[str, str]], tools: Sequence[Mapping] | None
+    ) -> tuple[int, ...]:
         text = self.tokenizer.apply_chat_template(
-            list(messages), tools=list(tools) if tools else None, tokenize=False, add_generation_prompt=True
+            list(messages),
+            tools=list(tools) if tools else None,
+            tokenize=False,
+            add_generation_prompt=True,
         )
         return self.encode(text)
 
@@ -142,7 +156,10 @@ class Episode:
         self.task_id, self.seed, self.budget, self.chat = task_id, seed, budget, chat
         self.tools = tuple(tools)
         self._parameters = tool_parameters(self.tools)
-        self.prompt_messages = ({"role": "system", "content": system_prompt}, {"role": "user", "content": question})
+        self.prompt_messages = (
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": question},
+        )
         self.messages: list[dict[str, str]] = list(self.prompt_messages)
         template_tools = tools if tools_in_template else None
         self.prompt_ids = chat.prompt_ids(self.prompt_messages, template_tools) if chat else ()
@@ -175,12 +192,16 @@ class Episode:
     def add_generation(self, gen: Generation) -> str:
         """Record a policy turn; returns the action text for `env.step` (end-of-turn token removed)."""
         if self._pending is not None or self.done:
-            raise RuntimeError(f"episode {self.task_id}: a turn was added while one is pending or after the end")
+            raise RuntimeError(
+                f"episode {self.task_id}: a turn was added while one is pending or after the end"
+            )
         text = gen.text
         ids: tuple[int, ...] = ()
         logprobs: tuple[float, ...] = ()
         if self.chat is not None:
-            if gen.ids is None or gen.logprobs is None:  # text-only policy (scripted, HTTP): tokenised once, logprob 0
+            if (
+                gen.ids is None or gen.logprobs is None
+            ):  # text-only policy (scripted, HTTP): tokenised once, logprob 0
                 ids = self.chat.encode(text)
                 logprobs = (0.0,) * len(ids)
             else:

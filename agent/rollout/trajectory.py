@@ -42,7 +42,9 @@ class Trajectory:
     version: str
     metrics: dict[str, float] = field(default_factory=dict)  # em, f1, judge, ...
     timings: dict[str, float] = field(default_factory=dict)  # wall time; not compared for replay
-    prompt_messages: tuple[dict[str, str], ...] = ()  # system + user messages the episode began with
+    prompt_messages: tuple[
+        dict[str, str], ...
+    ] = ()  # system + user messages the episode began with
 
     def token_ids(self) -> list[int]:
         ids = list(self.prompt_ids)
@@ -86,11 +88,25 @@ class Trajectory:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trajectory:
         turns = tuple(
-            Turn(**{**t, **{k: tuple(t[k]) for k in ("ids", "logprobs", "observation_ids", "tool_calls")}})
+            Turn(
+                **{
+                    **t,
+                    **{
+                        k: tuple(t[k]) for k in ("ids", "logprobs", "observation_ids", "tool_calls")
+                    },
+                }
+            )
             for t in d["turns"]
         )
         messages = tuple(dict(m) for m in d.get("prompt_messages", ()))
-        return cls(**{**d, "prompt_ids": tuple(d["prompt_ids"]), "turns": turns, "prompt_messages": messages})
+        return cls(
+            **{
+                **d,
+                "prompt_ids": tuple(d["prompt_ids"]),
+                "turns": turns,
+                "prompt_messages": messages,
+            }
+        )
 
 
 def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory]) -> None:

@@ -31,7 +31,9 @@ class TrainConfig:
     output_dir: str = "runs/train"  # checkpoints, metrics.jsonl, curves.png
     seed: int = 0  # the one seeding point: weights of a from-config model, data order, sampling
     model: str = "tiny"  # "tiny" (from config), "smollm2" (bundled), or a saved transformers folder
-    tasks: str = ""  # training questions: task files, comma-separated, each optionally sliced `[a:b]`
+    tasks: str = (
+        ""  # training questions: task files, comma-separated, each optionally sliced `[a:b]`
+    )
     dev_tasks: str = ""  # held-out questions for pass@k, written the same way ("" = no dev eval)
     index: str = ""  # built index directory ("" = the bundled sample; "learn-agent": sample + HotpotQA + MuSiQue)
     retriever: str = "bm25s"  # search backend of the env
@@ -40,13 +42,17 @@ class TrainConfig:
     max_context_tokens: int = 4096  # prompt + turns + observations per episode
     search_k: int = 10  # env: results per search query (small models: 3)
     visit_tokens: int = 1500  # env: token budget of each visited page's extract (small models: 150)
-    prompt: PromptKind = "full"  # env system prompt: the paper's, or "compact" (one line per tool, same format)
+    prompt: PromptKind = (
+        "full"  # env system prompt: the paper's, or "compact" (one line per tool, same format)
+    )
     lr: float = 1e-3
     lr_schedule: Schedule = "constant"
     warmup_steps: int = 0
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0  # clip; the pre-clip norm is logged
-    micro_batch_size: int = 8  # sequences per forward/backward; batches are accumulated to full size
+    micro_batch_size: int = (
+        8  # sequences per forward/backward; batches are accumulated to full size
+    )
     mixed_precision: Precision = "auto"  # bf16 where the device supports it, else fp32
     lora_rank: int = 0  # 0 = full fine-tuning; > 0 trains LoRA adapters through peft
     lora_alpha: int = 16
@@ -56,28 +62,62 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_literals(self)
-        at_least(type(self).__name__, 1, max_turns=self.max_turns, max_new_tokens=self.max_new_tokens, micro_batch_size=self.micro_batch_size, max_context_tokens=self.max_context_tokens, search_k=self.search_k, visit_tokens=self.visit_tokens)
-        above(type(self).__name__, 0, lr=self.lr, max_grad_norm=self.max_grad_norm, lora_alpha=self.lora_alpha)
-        at_least(type(self).__name__, 0, warmup_steps=self.warmup_steps, weight_decay=self.weight_decay, lora_rank=self.lora_rank, save_every=self.save_every)
+        at_least(
+            type(self).__name__,
+            1,
+            max_turns=self.max_turns,
+            max_new_tokens=self.max_new_tokens,
+            micro_batch_size=self.micro_batch_size,
+            max_context_tokens=self.max_context_tokens,
+            search_k=self.search_k,
+            visit_tokens=self.visit_tokens,
+        )
+        above(
+            type(self).__name__,
+            0,
+            lr=self.lr,
+            max_grad_norm=self.max_grad_norm,
+            lora_alpha=self.lora_alpha,
+        )
+        at_least(
+            type(self).__name__,
+            0,
+            warmup_steps=self.warmup_steps,
+            weight_decay=self.weight_decay,
+            lora_rank=self.lora_rank,
+            save_every=self.save_every,
+        )
 
 
 @dataclass(frozen=True)
 class SFTConfig(TrainConfig):
     """Rejection-sampled SFT: a teacher plays each question K times; correct trajectories are kept."""
 
-    teacher: str = "oracle"  # research (agent.train.teachers), oracle, search-answer, or any policy name
+    teacher: str = (
+        "oracle"  # research (agent.train.teachers), oracle, search-answer, or any policy name
+    )
     samples_per_question: int = 4  # K teacher episodes per training question
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step
     max_steps: int = 0  # > 0: end after this many optimizer steps even if epochs remain
-    stop_loss: float = 0.0  # > 0: end once the mean loss of the last 5 steps falls below it (a cold start)
+    stop_loss: float = (
+        0.0  # > 0: end once the mean loss of the last 5 steps falls below it (a cold start)
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_steps < 0 or self.stop_loss < 0:
-            raise ConfigError(f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0")
-        at_least(type(self).__name__, 1, samples_per_question=self.samples_per_question, epochs=self.epochs, batch_size=self.batch_size)
+            raise ConfigError(
+                f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0"
+            )
+        at_least(
+            type(self).__name__,
+            1,
+            samples_per_question=self.samples_per_question,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+        )
 
 
 #: Wire formats a generation server can be told to reload a checkpoint in (agent.train.weight_sync).
@@ -96,10 +136,14 @@ class GRPOConfig(TrainConfig):
     temperature: float = 1.0
     advantage: Advantage = "leave_one_out"  # "std_normalized" = standard GRPO
     aggregation: AggregationName = "token"  # "sequence" = standard GRPO (mean per sequence first)
-    exclude_truncated: bool = True  # conservative negatives: drop truncated rollouts without an answer
+    exclude_truncated: bool = (
+        True  # conservative negatives: drop truncated rollouts without an answer
+    )
     clip_eps: float = 0.0  # > 0: PPO ratio clipping against the sampler's log-probs
     kl_coef: float = 0.0  # > 0: k3 KL to the frozen initial weights
-    format_penalty: float = 0.0  # subtracted from the reward of rollouts without a well-formed answer
+    format_penalty: float = (
+        0.0  # subtracted from the reward of rollouts without a well-formed answer
+    )
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k
@@ -108,29 +152,61 @@ class GRPOConfig(TrainConfig):
     retire_after: int = 16  # rollouts seen before a question may be retired
     band_low: float = 0.0  # a question stays while low < pass rate < high
     band_high: float = 1.0
-    generation_server: str = ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
+    generation_server: str = (
+        ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
+    )
     server_model: str = "policy"  # the model name that server expects
     sync_dir: str = ""  # where weights are saved for the server to reload ("" = output_dir/sync)
     sync_protocol: str = "sglang"  # how that server reloads them: one of SYNC_PROTOCOLS (see agent.train.weight_sync)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.generation_server and not self.generation_server.startswith(("http://", "https://")):
-            raise ConfigError(f"generation_server={self.generation_server!r} must start with http:// or https://, "
-                              "e.g. http://127.0.0.1:8000/v1")
+        if self.generation_server and not self.generation_server.startswith(
+            ("http://", "https://")
+        ):
+            raise ConfigError(
+                f"generation_server={self.generation_server!r} must start with http:// or https://, "
+                "e.g. http://127.0.0.1:8000/v1"
+            )
         if self.sync_protocol not in SYNC_PROTOCOLS:
-            raise ConfigError(f"sync_protocol={self.sync_protocol!r} must be one of {SYNC_PROTOCOLS}")
-        at_least(type(self).__name__, 1, steps=self.steps, questions_per_step=self.questions_per_step, pool_size=self.pool_size, retire_after=self.retire_after, dev_k=self.dev_k)
+            raise ConfigError(
+                f"sync_protocol={self.sync_protocol!r} must be one of {SYNC_PROTOCOLS}"
+            )
+        at_least(
+            type(self).__name__,
+            1,
+            steps=self.steps,
+            questions_per_step=self.questions_per_step,
+            pool_size=self.pool_size,
+            retire_after=self.retire_after,
+            dev_k=self.dev_k,
+        )
         if self.group_size < 2:
-            raise ConfigError(f"group_size={self.group_size} must be >= 2: a group baseline needs other rollouts")
+            raise ConfigError(
+                f"group_size={self.group_size} must be >= 2: a group baseline needs other rollouts"
+            )
         if self.temperature <= 0:
-            raise ConfigError(f"temperature={self.temperature} must be > 0: GRPO needs sampled, not greedy, rollouts")
-        at_least(type(self).__name__, 0, clip_eps=self.clip_eps, kl_coef=self.kl_coef, format_penalty=self.format_penalty, entropy_coef=self.entropy_coef, dev_every=self.dev_every)
+            raise ConfigError(
+                f"temperature={self.temperature} must be > 0: GRPO needs sampled, not greedy, rollouts"
+            )
+        at_least(
+            type(self).__name__,
+            0,
+            clip_eps=self.clip_eps,
+            kl_coef=self.kl_coef,
+            format_penalty=self.format_penalty,
+            entropy_coef=self.entropy_coef,
+            dev_every=self.dev_every,
+        )
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
-            raise ConfigError(f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}")
+            raise ConfigError(
+                f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}"
+            )
         if self.clip_eps and self.temperature != 1.0:
-            raise ConfigError(f"clip_eps={self.clip_eps} compares with the sampler's log-probs, which are tempered: "
-                              f"set temperature=1 (got {self.temperature}) or clip_eps=0")
+            raise ConfigError(
+                f"clip_eps={self.clip_eps} compares with the sampler's log-probs, which are tempered: "
+                f"set temperature=1 (got {self.temperature}) or clip_eps=0"
+            )
 
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:

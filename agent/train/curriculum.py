@@ -34,9 +34,13 @@ class CurriculumConfig:
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or self.retire_after < 1:
-            raise ConfigError(f"pool_size={self.pool_size} and retire_after={self.retire_after} must be >= 1")
+            raise ConfigError(
+                f"pool_size={self.pool_size} and retire_after={self.retire_after} must be >= 1"
+            )
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
-            raise ConfigError(f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}")
+            raise ConfigError(
+                f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}"
+            )
 
 
 class Curriculum:
@@ -52,7 +56,9 @@ class Curriculum:
         prior: Mapping[str, float] | None = None,
     ) -> None:
         if len(set(task_ids)) != len(task_ids) or not task_ids:
-            raise ConfigError(f"curriculum needs a non-empty list of distinct task ids, got {len(task_ids)} ids")
+            raise ConfigError(
+                f"curriculum needs a non-empty list of distinct task ids, got {len(task_ids)} ids"
+            )
         self.cfg = cfg
         self.tags = {k: dict(v) for k, v in (tags or {}).items()}
         self.prior = dict(prior or {})
@@ -84,7 +90,9 @@ class Curriculum:
     def next_questions(self, n: int) -> list[str]:
         """The n least-visited active questions (ties: pool order); repeats only if the pool is smaller."""
         if not self.pool:
-            raise ConfigError("the curriculum pool is empty: every question was retired; add questions or widen the band")
+            raise ConfigError(
+                "the curriculum pool is empty: every question was retired; add questions or widen the band"
+            )
         ranked = sorted(range(len(self.pool)), key=lambda i: (self.seen.get(self.pool[i], 0), i))
         return [self.pool[ranked[j % len(ranked)]] for j in range(n)]
 
@@ -124,8 +132,14 @@ class Curriculum:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"fresh": list(self.fresh), "pool": list(self.pool), "seen": dict(self.seen),
-                "solved": dict(self.solved), "retired": dict(self.retired), "skipped": list(self.skipped)}
+        return {
+            "fresh": list(self.fresh),
+            "pool": list(self.pool),
+            "seen": dict(self.seen),
+            "solved": dict(self.solved),
+            "retired": dict(self.retired),
+            "skipped": list(self.skipped),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.fresh, self.pool = list(state["fresh"]), list(state["pool"])

@@ -47,8 +47,20 @@ from wikisim.errors import ConfigError
 # sampler(model, task_ids, n_per_task, seed, temperature) -> n_per_task contiguous trajectories per id
 Sampler = Callable[[torch.nn.Module, Sequence[str], int, int, float], list[Trajectory]]
 
-CURVES = ("reward", "solve_rate", "dev_pass@1", "dev_pass@k", "entropy", "response_tokens", "turns",
-          "tool_calls", "truncated_share", "adv_std", "grad_norm", "loss")
+CURVES = (
+    "reward",
+    "solve_rate",
+    "dev_pass@1",
+    "dev_pass@k",
+    "entropy",
+    "response_tokens",
+    "turns",
+    "tool_calls",
+    "truncated_share",
+    "adv_std",
+    "grad_norm",
+    "loss",
+)
 
 
 def solved(t: Trajectory) -> bool:
@@ -74,18 +86,24 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
     }
 
 
-def advantages_for(trajs: Sequence[Trajectory], cfg: GRPOConfig) -> tuple[torch.Tensor, torch.Tensor]:
+def advantages_for(
+    trajs: Sequence[Trajectory], cfg: GRPOConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, include) of contiguous groups of `cfg.group_size` rollouts."""
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     if cfg.format_penalty:
-        rewards = apply_format_penalty(rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty)
+        rewards = apply_format_penalty(
+            rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty
+        )
     if cfg.advantage == "leave_one_out":
         adv = leave_one_out_advantages(rewards, cfg.group_size)
     else:
         adv = std_normalized_advantages(rewards, cfg.group_size)
     if cfg.exclude_truncated:
-        include = conservative_include(torch.tensor([t.truncated for t in trajs]),
-                                       torch.tensor([t.answer is not None for t in trajs]))
+        include = conservative_include(
+            torch.tensor([t.truncated for t in trajs]),
+            torch.tensor([t.answer is not None for t in trajs]),
+        )
     else:
         include = torch.ones(len(trajs), dtype=torch.bool)
     return adv, include
@@ -108,21 +126,42 @@ def grpo_update(
     kept_mask = batch.loss_mask * include.float().unsqueeze(1)
     n_tok = global_sum(accelerator, kept_mask.sum().item())
     n_seq = global_sum(accelerator, float(((kept_mask.sum(1)) > 0).sum().item()))
-    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "entropy_tokens": 0.0}
+    sums = {
+        "loss": 0.0,
+        "pg_loss": 0.0,
+        "kl": 0.0,
+        "clip_fraction": 0.0,
+        "entropy": 0.0,
+        "entropy_tokens": 0.0,
+    }
     t_fb = time.perf_counter()
     model.train()
     for mb in micro_batches(len(trajs), cfg.micro_batch_size):
-        logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
+        logits = model(
+            input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
+        ).logits
         logp = token_logprobs(logits, batch.input_ids[mb])
         ref = None
         if ref_model is not None:  # made when kl_coef > 0
             with torch.no_grad():
-                ref = token_logprobs(ref_model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits,
-                                     batch.input_ids[mb])
+                ref = token_logprobs(
+                    ref_model(
+                        input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
+                    ).logits,
+                    batch.input_ids[mb],
+                )
         terms = policy_gradient_loss(
-            logp, adv[mb], batch.loss_mask[mb], include[mb], aggregation=cfg.aggregation,
-            old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None, clip_eps=cfg.clip_eps or None,
-            ref_logprobs=ref, kl_coef=cfg.kl_coef, token_normalizer=n_tok, sequence_normalizer=n_seq,
+            logp,
+            adv[mb],
+            batch.loss_mask[mb],
+            include[mb],
+            aggregation=cfg.aggregation,
+            old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None,
+            clip_eps=cfg.clip_eps or None,
+            ref_logprobs=ref,
+            kl_coef=cfg.kl_coef,
+            token_normalizer=n_tok,
+            sequence_normalizer=n_seq,
         )
         loss = terms.loss
         ent_sum, ent_n = masked_entropy(logits[:, :-1], batch.loss_mask[mb])
@@ -132,7 +171,12 @@ def grpo_update(
             loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
         # DDP averages gradients over processes; the normalizers are global, so scale back to a sum
         accelerator.backward(loss * accelerator.num_processes)
-        for k, v in (("loss", loss), ("pg_loss", terms.pg_loss), ("kl", terms.kl), ("clip_fraction", terms.clip_fraction)):
+        for k, v in (
+            ("loss", loss),
+            ("pg_loss", terms.pg_loss),
+            ("kl", terms.kl),
+            ("clip_fraction", terms.clip_fraction),
+        ):
             sums[k] += float(v.detach())
         sums["entropy"] += float(ent_sum)
         sums["entropy_tokens"] += float(ent_n)
@@ -142,16 +186,29 @@ def grpo_update(
     optimizer.zero_grad(set_to_none=True)
     t_fb = time.perf_counter() - t_fb
     g = {k: global_sum(accelerator, v) for k, v in sums.items()}
-    a = {"adv_sum": float(adv.sum()), "adv_sq": float((adv**2).sum()), "n": float(len(adv)),
-         "excluded": float((~include).sum()), "adv_nonzero": float((adv != 0).sum())}
+    a = {
+        "adv_sum": float(adv.sum()),
+        "adv_sq": float((adv**2).sum()),
+        "n": float(len(adv)),
+        "excluded": float((~include).sum()),
+        "adv_nonzero": float((adv != 0).sum()),
+    }
     a = {k: global_sum(accelerator, v) for k, v in a.items()}
     adv_mean = a["adv_sum"] / a["n"]
     return {
-        "loss": g["loss"], "pg_loss": g["pg_loss"], "kl": g["kl"], "clip_fraction": g["clip_fraction"],
-        "entropy": g["entropy"] / max(g["entropy_tokens"], 1.0), "policy_tokens": n_tok,
-        "excluded_truncated": a["excluded"], "adv_mean": adv_mean,
-        "adv_std": max(a["adv_sq"] / a["n"] - adv_mean**2, 0.0) ** 0.5, "adv_nonzero_share": a["adv_nonzero"] / a["n"],
-        "grad_norm": float(norm), "lr": scheduler.get_last_lr()[0], "time_train": t_fb,
+        "loss": g["loss"],
+        "pg_loss": g["pg_loss"],
+        "kl": g["kl"],
+        "clip_fraction": g["clip_fraction"],
+        "entropy": g["entropy"] / max(g["entropy_tokens"], 1.0),
+        "policy_tokens": n_tok,
+        "excluded_truncated": a["excluded"],
+        "adv_mean": adv_mean,
+        "adv_std": max(a["adv_sq"] / a["n"] - adv_mean**2, 0.0) ** 0.5,
+        "adv_nonzero_share": a["adv_nonzero"] / a["n"],
+        "grad_norm": float(norm),
+        "lr": scheduler.get_last_lr()[0],
+        "time_train": t_fb,
     }
 
 
@@ -159,12 +216,22 @@ def sample_pass_rates(trajs: Sequence[Trajectory], k: int) -> tuple[float, float
     """(pass@1, pass@k, questions) from k contiguous samples per question (the unbiased estimator at n=k)."""
     n_q = len(trajs) // k
     hits = [sum(solved(t) for t in trajs[i * k : (i + 1) * k]) for i in range(n_q)]
-    return (sum(pass_at_k(k, h, 1) for h in hits) / max(n_q, 1), sum(pass_at_k(k, h, k) for h in hits) / max(n_q, 1),
-            n_q)
+    return (
+        sum(pass_at_k(k, h, 1) for h in hits) / max(n_q, 1),
+        sum(pass_at_k(k, h, k) for h in hits) / max(n_q, 1),
+        n_q,
+    )
 
 
-def evaluate(sampler: Sampler, model: torch.nn.Module, task_ids: Sequence[str], k: int, seed: int,
-             temperature: float, accelerator: Any | None = None) -> dict[str, float]:
+def evaluate(
+    sampler: Sampler,
+    model: torch.nn.Module,
+    task_ids: Sequence[str],
+    k: int,
+    seed: int,
+    temperature: float,
+    accelerator: Any | None = None,
+) -> dict[str, float]:
     """pass@1 and pass@k on fixed questions; under several processes each samples a shard."""
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
     mine = list(task_ids)[rank::world]
@@ -176,14 +243,18 @@ def evaluate(sampler: Sampler, model: torch.nn.Module, task_ids: Sequence[str], 
     return {"pass@1": p1, "pass@k": pk, "questions": float(n)}
 
 
-def _step_questions(cfg: GRPOConfig, task_ids: Sequence[str], step: int, cur: Curriculum | None) -> list[str]:
+def _step_questions(
+    cfg: GRPOConfig, task_ids: Sequence[str], step: int, cur: Curriculum | None
+) -> list[str]:
     if cur is not None:
         return cur.next_questions(cfg.questions_per_step)
     per_epoch = len(task_ids)
     out = []
     for j in range(step * cfg.questions_per_step, (step + 1) * cfg.questions_per_step):
         epoch, i = divmod(j, per_epoch)
-        perm = torch.randperm(per_epoch, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)).tolist()
+        perm = torch.randperm(
+            per_epoch, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+        ).tolist()
         out.append(task_ids[perm[i]])
     return out
 
@@ -215,13 +286,19 @@ class _Run:
     pad: int
 
 
-def _prepare(cfg: GRPOConfig, task_ids: Sequence[str], tags: dict[str, dict[str, str]] | None,
-             prior: dict[str, float] | None) -> _Run:
+def _prepare(
+    cfg: GRPOConfig,
+    task_ids: Sequence[str],
+    tags: dict[str, dict[str, str]] | None,
+    prior: dict[str, float] | None,
+) -> _Run:
     """Model, reference model, optimizer, run folder, curriculum and weight sync, resumed where the run stopped."""
     accelerator = make_accelerator(cfg)
     if cfg.questions_per_step % accelerator.num_processes:
-        raise ConfigError(f"questions_per_step={cfg.questions_per_step} must divide by the "
-                          f"{accelerator.num_processes} processes")
+        raise ConfigError(
+            f"questions_per_step={cfg.questions_per_step} must divide by the "
+            f"{accelerator.num_processes} processes"
+        )
     tokenizer, model = load_model(cfg, cfg.init_checkpoint)
     ref_model = None
     if cfg.kl_coef:
@@ -241,10 +318,28 @@ def _prepare(cfg: GRPOConfig, task_ids: Sequence[str], tags: dict[str, dict[str,
     if cfg.generation_server:
         from agent.train.weight_sync import WeightSync
 
-        sync = WeightSync(cfg.generation_server, cfg.sync_dir or run.root / "sync", tokenizer, accelerator,
-                          cfg.sync_protocol)
+        sync = WeightSync(
+            cfg.generation_server,
+            cfg.sync_dir or run.root / "sync",
+            tokenizer,
+            accelerator,
+            cfg.sync_protocol,
+        )
         sync.push(model, start)
-    return _Run(cfg, accelerator, tokenizer, model, ref_model, optimizer, scheduler, run, cur, sync, start, pad)
+    return _Run(
+        cfg,
+        accelerator,
+        tokenizer,
+        model,
+        ref_model,
+        optimizer,
+        scheduler,
+        run,
+        cur,
+        sync,
+        start,
+        pad,
+    )
 
 
 def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -> dict[str, Any]:
@@ -252,27 +347,39 @@ def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -
     cfg, accelerator = r.cfg, r.accelerator
     per_proc = cfg.questions_per_step // accelerator.num_processes
     questions = _step_questions(cfg, list(task_ids), step, r.curriculum)
-    mine = questions[accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc]
+    mine = questions[
+        accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc
+    ]
     seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
     t_gen = time.perf_counter()
     trajs = sampler(accelerator.unwrap_model(r.model), mine, cfg.group_size, seed, cfg.temperature)
     t_gen = time.perf_counter() - t_gen
     if len(trajs) != len(mine) * cfg.group_size:
-        raise ConfigError(f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}")
-    metrics = grpo_update(r.model, r.optimizer, r.scheduler, accelerator, trajs, cfg, r.pad, r.ref_model)
+        raise ConfigError(
+            f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}"
+        )
+    metrics = grpo_update(
+        r.model, r.optimizer, r.scheduler, accelerator, trajs, cfg, r.pad, r.ref_model
+    )
     if r.sync is not None:
         t_sync = time.perf_counter()
         r.sync.push(r.model, step + 1)
         metrics["time_weight_sync"] = time.perf_counter() - t_sync
     stats = {k: global_sum(accelerator, v) for k, v in rollout_stats(trajs).items()}
     n = stats.pop("n")
-    record: dict[str, Any] = {"step": step + 1, **{k: v / n for k, v in stats.items()}, **metrics,
-                              "time_generate": t_gen}
+    record: dict[str, Any] = {
+        "step": step + 1,
+        **{k: v / n for k, v in stats.items()},
+        **metrics,
+        "time_generate": t_gen,
+    }
     if r.curriculum is not None:
         from accelerate.utils import gather_object
 
         results = [(t.task_id, solved(t)) for t in trajs]
-        retired = r.curriculum.update(gather_object(results) if accelerator.num_processes > 1 else results)
+        retired = r.curriculum.update(
+            gather_object(results) if accelerator.num_processes > 1 else results
+        )
         record["retired"] = len(retired)
         record["pool"] = r.curriculum.composition()
     return record
@@ -299,22 +406,44 @@ def train_grpo(
         done = step + 1
         t_dev = time.perf_counter()
         if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):
-            ev = evaluate(sampler, r.accelerator.unwrap_model(r.model), dev_ids, cfg.dev_k, cfg.seed * 7 + 1,
-                          cfg.temperature, r.accelerator)
+            ev = evaluate(
+                sampler,
+                r.accelerator.unwrap_model(r.model),
+                dev_ids,
+                cfg.dev_k,
+                cfg.seed * 7 + 1,
+                cfg.temperature,
+                r.accelerator,
+            )
             record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
         record["time_dev_eval"] = time.perf_counter() - t_dev
-        record["time_step"] = time.perf_counter() - t0 - record["time_dev_eval"]  # the training step alone
-        record["time_other"] = (record["time_step"] - record["time_generate"] - record["time_train"]
-                                - record.get("time_weight_sync", 0.0))
+        record["time_step"] = (
+            time.perf_counter() - t0 - record["time_dev_eval"]
+        )  # the training step alone
+        record["time_other"] = (
+            record["time_step"]
+            - record["time_generate"]
+            - record["time_train"]
+            - record.get("time_weight_sync", 0.0)
+        )
         r.run.log(record)
         history.append(record)
         stopping = bool(stop_after) and len(history) >= (stop_after or 0)
         if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps or stopping:
             r.run.save(done, {"curriculum": r.curriculum.state_dict() if r.curriculum else None})
         if stopping:
-            return GRPOResult(final_dir="", history=history, steps=done, weight_syncs=r.sync.history if r.sync else [])
+            return GRPOResult(
+                final_dir="",
+                history=history,
+                steps=done,
+                weight_syncs=r.sync.history if r.sync else [],
+            )
     final = r.run.save_final(r.model, r.tokenizer)
     if r.accelerator.is_main_process:
         plot_curves(r.run.metrics_path, r.run.root / "curves.png", CURVES)
-    return GRPOResult(final_dir=str(final), history=history, steps=cfg.steps,
-                      weight_syncs=r.sync.history if r.sync else [])
+    return GRPOResult(
+        final_dir=str(final),
+        history=history,
+        steps=cfg.steps,
+        weight_syncs=r.sync.history if r.sync else [],
+    )

@@ -30,15 +30,23 @@ def leave_one_out_advantages(rewards: torch.Tensor, group_size: int) -> torch.Te
     """
     groups = _grouped(rewards, group_size, "leave_one_out_advantages")
     if group_size < 2:
-        raise ConfigError(f"leave-one-out needs group_size >= 2, got {group_size}; sample more rollouts per question")
+        raise ConfigError(
+            f"leave-one-out needs group_size >= 2, got {group_size}; sample more rollouts per question"
+        )
     others_mean = (groups.sum(dim=1, keepdim=True) - groups) / (group_size - 1)
     return (groups - others_mean).reshape(-1)
 
 
-def std_normalized_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
+def std_normalized_advantages(
+    rewards: torch.Tensor, group_size: int, eps: float = 1e-4
+) -> torch.Tensor:
     """Standard GRPO (DeepSeekMath): (reward - group mean) / (group std + eps), std unbiased as in TRL."""
     groups = _grouped(rewards, group_size, "std_normalized_advantages")
-    std = groups.std(dim=1, keepdim=True, unbiased=True) if group_size > 1 else torch.zeros_like(groups[:, :1])
+    std = (
+        groups.std(dim=1, keepdim=True, unbiased=True)
+        if group_size > 1
+        else torch.zeros_like(groups[:, :1])
+    )
     return ((groups - groups.mean(dim=1, keepdim=True)) / (std + eps)).reshape(-1)
 
 
@@ -133,7 +141,9 @@ def policy_gradient_loss(
     if aggregation not in ("token", "sequence"):
         raise ConfigError(f"aggregation={aggregation!r} is not one of 'token', 'sequence'")
     if clip_eps is not None and old_logprobs is None:
-        raise ConfigError("clip_eps needs old_logprobs (the sampler's log-probs); pass them or set clip_eps=None")
+        raise ConfigError(
+            "clip_eps needs old_logprobs (the sampler's log-probs); pass them or set clip_eps=None"
+        )
     if kl_coef and ref_logprobs is None:
         raise ConfigError(f"kl_coef={kl_coef} needs ref_logprobs; pass them or set kl_coef=0")
     m = mask.float() * include.float().unsqueeze(1)
@@ -144,7 +154,9 @@ def policy_gradient_loss(
         clipped = torch.zeros_like(per_token)
     else:
         if old_logprobs is None:
-            raise ConfigError(f"clip_eps={clip_eps} compares with the sampler's log-probs: pass old_logprobs")
+            raise ConfigError(
+                f"clip_eps={clip_eps} compares with the sampler's log-probs: pass old_logprobs"
+            )
         ratio = torch.exp(logprobs - old_logprobs)
         unclipped = -adv * ratio
         clipped_obj = -adv * torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
@@ -152,7 +164,9 @@ def policy_gradient_loss(
         clipped = (clipped_obj > unclipped).float()
     if kl_coef:
         if ref_logprobs is None:
-            raise ConfigError(f"kl_coef={kl_coef} needs the reference model's log-probs: pass ref_logprobs")
+            raise ConfigError(
+                f"kl_coef={kl_coef} needs the reference model's log-probs: pass ref_logprobs"
+            )
         delta = ref_logprobs - logprobs
         kl_tok = torch.exp(delta) - delta - 1  # k3: unbiased, always >= 0
     else:
@@ -160,7 +174,12 @@ def policy_gradient_loss(
     pg = _aggregate(per_token, m, aggregation, token_normalizer, sequence_normalizer)
     kl = _aggregate(kl_tok, m, aggregation, token_normalizer, sequence_normalizer)
     clip_frac = _aggregate(clipped, m, aggregation, token_normalizer, sequence_normalizer)
-    return PolicyLossTerms(loss=pg + kl_coef * kl, pg_loss=pg.detach(), kl=kl.detach(), clip_fraction=clip_frac.detach())
+    return PolicyLossTerms(
+        loss=pg + kl_coef * kl,
+        pg_loss=pg.detach(),
+        kl=kl.detach(),
+        clip_fraction=clip_frac.detach(),
+    )
 
 
 def _aggregate(
@@ -188,6 +207,8 @@ def masked_nll(
     return -(logprobs * m).sum() / max(denom, 1.0)
 
 
-def apply_format_penalty(rewards: torch.Tensor, well_formed: torch.Tensor, penalty: float) -> torch.Tensor:
+def apply_format_penalty(
+    rewards: torch.Tensor, well_formed: torch.Tensor, penalty: float
+) -> torch.Tensor:
     """Subtract `penalty` from the reward of every rollout that did not end in a well-formed answer."""
     return rewards.float() - penalty * (~well_formed.bool()).float()

@@ -40,10 +40,19 @@ def server_root(base_url: str) -> str:
 class WeightSync:
     """Pushes the trainer's weights to one generation server; `history` has one entry per push."""
 
-    def __init__(self, base_url: str, sync_dir: str | Path, tokenizer: Any, accelerator: Any,
-                 protocol: str = "sglang", timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        sync_dir: str | Path,
+        tokenizer: Any,
+        accelerator: Any,
+        protocol: str = "sglang",
+        timeout_s: float = 600.0,
+    ) -> None:
         if protocol not in SYNC_PROTOCOLS:
-            raise ConfigError(f"weight sync protocol must be one of {SYNC_PROTOCOLS}, got {protocol!r}")
+            raise ConfigError(
+                f"weight sync protocol must be one of {SYNC_PROTOCOLS}, got {protocol!r}"
+            )
         self.url, self.dir, self.protocol = server_root(base_url), Path(sync_dir), protocol
         self.tokenizer, self.accelerator = tokenizer, accelerator
         self.timeout_s = timeout_s
@@ -60,38 +69,68 @@ class WeightSync:
             for old in self.dir.glob("step-*"):  # the server holds the new weights in memory now
                 if old.is_dir() and old.name != path.name:
                     shutil.rmtree(old, ignore_errors=True)
-            self.history.append({"step": step, "weight_version": version, "sha256": sha, "path": str(path.resolve()),
-                                 "server": info})
+            self.history.append(
+                {
+                    "step": step,
+                    "weight_version": version,
+                    "sha256": sha,
+                    "path": str(path.resolve()),
+                    "server": info,
+                }
+            )
         self.accelerator.wait_for_everyone()
 
     def _reload(self, path: Path, version: str) -> dict[str, Any]:
         with httpx.Client(base_url=self.url, timeout=self.timeout_s) as client:
             try:
-                return self._sglang(client, path, version) if self.protocol == "sglang" else self._vllm(client, path)
+                return (
+                    self._sglang(client, path, version)
+                    if self.protocol == "sglang"
+                    else self._vllm(client, path)
+                )
             except (httpx.HTTPError, ValueError) as e:
-                raise BackendError(f"{self.url}: weight reload of {path} failed ({e!r}); is the generation server "
-                                   "running, and can it read the sync_dir?") from e
+                raise BackendError(
+                    f"{self.url}: weight reload of {path} failed ({e!r}); is the generation server "
+                    "running, and can it read the sync_dir?"
+                ) from e
 
     def _sglang(self, client: httpx.Client, path: Path, version: str) -> dict[str, Any]:
-        reply = client.post("/update_weights_from_disk", json={"model_path": str(path), "weight_version": version})
+        reply = client.post(
+            "/update_weights_from_disk", json={"model_path": str(path), "weight_version": version}
+        )
         body = reply.json()
         if reply.status_code != 200 or not body.get("success"):
-            raise BackendError(f"{self.url}/update_weights_from_disk refused {path}: HTTP {reply.status_code} {body}")
+            raise BackendError(
+                f"{self.url}/update_weights_from_disk refused {path}: HTTP {reply.status_code} {body}"
+            )
         info = client.get("/model_info").json()
         if info.get("weight_version") != version:
-            raise BackendError(f"{self.url}/model_info reports weight_version={info.get('weight_version')!r} after "
-                               f"loading {version!r}: the server would sample off-policy")
+            raise BackendError(
+                f"{self.url}/model_info reports weight_version={info.get('weight_version')!r} after "
+                f"loading {version!r}: the server would sample off-policy"
+            )
         return info
 
     def _vllm(self, client: httpx.Client, path: Path) -> dict[str, Any]:
-        call = {"method": "reload_weights", "kwargs": {"weights_path": str(path), "is_checkpoint_format": True}}
+        call = {
+            "method": "reload_weights",
+            "kwargs": {"weights_path": str(path), "is_checkpoint_format": True},
+        }
         reply = client.post("/collective_rpc", json=call)
         if reply.status_code != 200:
-            hint = " (is the server started with VLLM_SERVER_DEV_MODE=1?)" if reply.status_code == 404 else ""
-            raise BackendError(f"{self.url}/collective_rpc reload_weights of {path} failed: HTTP "
-                               f"{reply.status_code} {reply.text[:300]}{hint}")
+            hint = (
+                " (is the server started with VLLM_SERVER_DEV_MODE=1?)"
+                if reply.status_code == 404
+                else ""
+            )
+            raise BackendError(
+                f"{self.url}/collective_rpc reload_weights of {path} failed: HTTP "
+                f"{reply.status_code} {reply.text[:300]}{hint}"
+            )
         reset = client.post("/reset_prefix_cache")
         if reset.status_code != 200:
-            raise BackendError(f"{self.url}/reset_prefix_cache failed after loading {path}: HTTP {reset.status_code}; "
-                               "cached prefixes would still hold the old weights' keys and values")
+            raise BackendError(
+                f"{self.url}/reset_prefix_cache failed after loading {path}: HTTP {reset.status_code}; "
+                "cached prefixes would still hold the old weights' keys and values"
+            )
         return reply.json() if reply.content else {}

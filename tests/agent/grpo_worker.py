@@ -30,8 +30,18 @@ QUESTIONS = [f"q{i}" for i in range(8)]
 
 
 def main(out: Path, steps: int) -> None:
-    cfg = GRPOConfig(output_dir=str(out), seed=3, steps=steps, questions_per_step=4, group_size=4, lr=1e-2,
-                     micro_batch_size=4, cpu=True, dev_every=0, max_new_tokens=6)
+    cfg = GRPOConfig(
+        output_dir=str(out),
+        seed=3,
+        steps=steps,
+        questions_per_step=4,
+        group_size=4,
+        lr=1e-2,
+        micro_batch_size=4,
+        cpu=True,
+        dev_every=0,
+        max_new_tokens=6,
+    )
     tok, _ = tiny_model(cfg.seed)
     chat = ChatFormat(tok)
 
@@ -40,19 +50,35 @@ def main(out: Path, steps: int) -> None:
 
         rank = PartialState().process_index
         with (out / f"rank-{rank}.jsonl").open("a") as f:
-            f.write(json.dumps({"weights": weights_sha256(model), "questions": list(task_ids)}) + "\n")
+            f.write(
+                json.dumps({"weights": weights_sha256(model), "questions": list(task_ids)}) + "\n"
+            )
         policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
         step_seed = seed // 1_000  # drop the rank (see the module docstring)
         trajs = []
         for q in task_ids:
-            prompt = chat.prompt_ids([{"role": "user", "content": f"Say an even token for {q}"}], None)
+            prompt = chat.prompt_ids(
+                [{"role": "user", "content": f"Say an even token for {q}"}], None
+            )
             seeds = [zlib.crc32(f"{q}/{step_seed}/{j}".encode()) for j in range(n)]
-            for j, (ids, lps) in enumerate(policy.generate([list(prompt)] * n, [cfg.max_new_tokens] * n, seeds)):
-                trajs.append(Trajectory(
-                    task_id=q, seed=seeds[j], policy="tiny", prompt_ids=prompt,
-                    turns=(Turn(text=tok.decode(ids), ids=tuple(ids), logprobs=tuple(lps)),),
-                    answer=str(ids[0]), reward=float(ids[0] % 2 == 0), terminated=True, truncated=False,
-                    manifest_hash="", version="0"))
+            for j, (ids, lps) in enumerate(
+                policy.generate([list(prompt)] * n, [cfg.max_new_tokens] * n, seeds)
+            ):
+                trajs.append(
+                    Trajectory(
+                        task_id=q,
+                        seed=seeds[j],
+                        policy="tiny",
+                        prompt_ids=prompt,
+                        turns=(Turn(text=tok.decode(ids), ids=tuple(ids), logprobs=tuple(lps)),),
+                        answer=str(ids[0]),
+                        reward=float(ids[0] % 2 == 0),
+                        terminated=True,
+                        truncated=False,
+                        manifest_hash="",
+                        version="0",
+                    )
+                )
         model.train()
         return trajs
 

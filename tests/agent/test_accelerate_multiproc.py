@@ -29,17 +29,36 @@ def _free_port() -> int:
 
 
 def _launcher() -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-            "--main_process_port", str(_free_port())]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(_free_port()),
+    ]
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
 
 
 def _losses(run_dir: Path) -> list[float]:
-    return [json.loads(line)["loss"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line)["loss"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 @pytest.mark.timeout(300)
@@ -48,15 +67,38 @@ def test_two_processes_give_the_one_process_loss_curve(tmp_path):
     words = ["Paris", "Algeria", "Andorra", "Alabama", "Aristotle", "Achilles", "Autism", "Albedo"]
     data = tmp_path / "sft.jsonl"
     write_trajectories(data, [make_traj(tok, f"x{i}", w) for i, w in enumerate(words)])
-    settings = ["--trajectories", str(data), "--epochs", "2", "--batch-size", "4", "--micro-batch-size", "1",
-                "--lr", "3e-3", "--cpu", "--seed", "3"]
+    settings = [
+        "--trajectories",
+        str(data),
+        "--epochs",
+        "2",
+        "--batch-size",
+        "4",
+        "--micro-batch-size",
+        "1",
+        "--lr",
+        "3e-3",
+        "--cpu",
+        "--seed",
+        "3",
+    ]
     env = _env()
     one = tmp_path / "one"
-    subprocess.run([sys.executable, "-m", "wikisim.cli", "train", "sft", "--output-dir", str(one), *settings],
-                   check=True, env=env, capture_output=True, timeout=240)
+    subprocess.run(
+        [sys.executable, "-m", "wikisim.cli", "train", "sft", "--output-dir", str(one), *settings],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=240,
+    )
     two = tmp_path / "two"
-    proc = subprocess.run([*_launcher(), "-m", "wikisim.cli", "train", "sft", "--output-dir", str(two), *settings],
-                          env=env, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [*_launcher(), "-m", "wikisim.cli", "train", "sft", "--output-dir", str(two), *settings],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _losses(one), _losses(two)
     assert len(a) == len(b) == 4
@@ -72,18 +114,40 @@ def _ranks(run_dir: Path, rank: int) -> list[dict]:
 def test_grpo_ranks_hold_the_same_weights_and_give_the_one_process_curve(tmp_path):
     worker = str(Path(__file__).with_name("grpo_worker.py"))
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run([sys.executable, worker, str(one), "3"], check=True, env=_env(), capture_output=True, timeout=120)
-    proc = subprocess.run([*_launcher(), worker, str(two), "3"], env=_env(), capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [sys.executable, worker, str(one), "3"],
+        check=True,
+        env=_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    proc = subprocess.run(
+        [*_launcher(), worker, str(two), "3"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     r0, r1 = _ranks(two, 0), _ranks(two, 1)
     assert len(r0) == len(r1) == 3  # one sampling call per step on each rank
-    assert [r["weights"] for r in r0] == [r["weights"] for r in r1]  # in sync before the first and after each update
+    assert [r["weights"] for r in r0] == [
+        r["weights"] for r in r1
+    ]  # in sync before the first and after each update
     assert len({r["weights"] for r in r0}) == 3  # and the updates moved them
     for a, b, whole in zip(r0, r1, _ranks(one, 0), strict=True):
-        assert not set(a["questions"]) & set(b["questions"]) and a["questions"] + b["questions"] == whole["questions"]
-    assert len((two / "metrics.jsonl").read_text().splitlines()) == 3  # one log line per step, from rank 0
+        assert (
+            not set(a["questions"]) & set(b["questions"])
+            and a["questions"] + b["questions"] == whole["questions"]
+        )
+    assert (
+        len((two / "metrics.jsonl").read_text().splitlines()) == 3
+    )  # one log line per step, from rank 0
     # the pre-clip gradient norm checks DDP's averaging against the global token normaliser
-    curves = [[(r["grad_norm"], r["entropy"], r["reward"]) for r in read_metrics(d / "metrics.jsonl")] for d in (one, two)]
+    curves = [
+        [(r["grad_norm"], r["entropy"], r["reward"]) for r in read_metrics(d / "metrics.jsonl")]
+        for d in (one, two)
+    ]
     assert curves[0][0][0] > 0
     assert np.array(curves[1]) == pytest.approx(np.array(curves[0]), rel=1e-4)
     assert (two / "final" / "config.json").is_file()

@@ -8,7 +8,10 @@ from agent.train.curriculum import Curriculum, CurriculumConfig
 from wikisim.errors import ConfigError
 
 IDS = [f"q{i}" for i in range(6)]
-TAGS = {t: {"uncertainty": "date" if i % 2 else "count", "structure": "chain"} for i, t in enumerate(IDS)}
+TAGS = {
+    t: {"uncertainty": "date" if i % 2 else "count", "structure": "chain"}
+    for i, t in enumerate(IDS)
+}
 
 
 def test_retires_always_and_never_solved_and_tops_up():
@@ -16,7 +19,11 @@ def test_retires_always_and_never_solved_and_tops_up():
     first = list(cur.pool)
     assert len(first) == 3 and len(cur.fresh) == 3
     easy, hard, mid = first
-    results = [(easy, True)] * 4 + [(hard, False)] * 4 + [(mid, True), (mid, False), (mid, True), (mid, False)]
+    results = (
+        [(easy, True)] * 4
+        + [(hard, False)] * 4
+        + [(mid, True), (mid, False), (mid, True), (mid, False)]
+    )
     retired = cur.update(results)
     assert sorted(retired) == sorted([(easy, "solved"), (hard, "unsolved")])
     assert mid in cur.pool and len(cur.pool) == 3 and len(cur.fresh) == 1

@@ -19,7 +19,10 @@ def tok():
 
 
 def group(tok, rewards, truncated=()):
-    return [make_traj(tok, "q", f"a{i}", reward=r, truncated=i in truncated, seed=i) for i, r in enumerate(rewards)]
+    return [
+        make_traj(tok, "q", f"a{i}", reward=r, truncated=i in truncated, seed=i)
+        for i, r in enumerate(rewards)
+    ]
 
 
 def test_advantages_and_conservative_exclusion(tok, tmp_path):
@@ -28,11 +31,18 @@ def test_advantages_and_conservative_exclusion(tok, tmp_path):
     adv, inc = advantages_for(trajs, cfg)
     assert torch.allclose(adv, torch.tensor([1, -1 / 3, -1 / 3, -1 / 3]))
     assert inc.tolist() == [True, True, True, False]
-    adv2, _ = advantages_for(trajs, GRPOConfig(output_dir=str(tmp_path), group_size=4, advantage="std_normalized", cpu=True))
+    adv2, _ = advantages_for(
+        trajs,
+        GRPOConfig(output_dir=str(tmp_path), group_size=4, advantage="std_normalized", cpu=True),
+    )
     assert adv2[0].item() == pytest.approx(1.5, rel=1e-3)
-    _, inc_all = advantages_for(trajs, GRPOConfig(output_dir=str(tmp_path), group_size=4, exclude_truncated=False, cpu=True))
+    _, inc_all = advantages_for(
+        trajs, GRPOConfig(output_dir=str(tmp_path), group_size=4, exclude_truncated=False, cpu=True)
+    )
     assert inc_all.all()
-    pen, _ = advantages_for(trajs, GRPOConfig(output_dir=str(tmp_path), group_size=4, format_penalty=1.0, cpu=True))
+    pen, _ = advantages_for(
+        trajs, GRPOConfig(output_dir=str(tmp_path), group_size=4, format_penalty=1.0, cpu=True)
+    )
     # the truncated rollout has no answer: reward -1, so the others' baseline drops by 1/3
     assert pen[3].item() == pytest.approx(-1 - 1 / 3)
 
@@ -44,8 +54,12 @@ def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     logits.retain_grad()
     adv = torch.tensor([1.0, -1 / 3, -1 / 3, -1 / 3])
-    inc = conservative_include(torch.tensor([False, False, False, True]), torch.tensor([True, True, True, False]))
-    policy_gradient_loss(token_logprobs(logits, batch.input_ids), adv, batch.loss_mask, inc).loss.backward()
+    inc = conservative_include(
+        torch.tensor([False, False, False, True]), torch.tensor([True, True, True, False])
+    )
+    policy_gradient_loss(
+        token_logprobs(logits, batch.input_ids), adv, batch.loss_mask, inc
+    ).loss.backward()
     g = logits.grad[:, :-1]
     assert torch.count_nonzero(g[batch.loss_mask == 0]) == 0  # prompt, observations, padding
     assert torch.count_nonzero(g[3]) == 0  # the truncated negative
@@ -55,7 +69,10 @@ def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
 def test_update_is_token_level_over_the_batch(tok, tmp_path):
     """The loss reported equals the hand formula -(sum_i A_i * n_i) / sum_i n_i at ratio 1."""
     cfg = GRPOConfig(output_dir=str(tmp_path), group_size=2, micro_batch_size=1, cpu=True, lr=1e-3)
-    trajs = [make_traj(tok, "q", "Paris", reward=1.0), make_traj(tok, "q", "Algeria and Andorra", reward=0.0)]
+    trajs = [
+        make_traj(tok, "q", "Paris", reward=1.0),
+        make_traj(tok, "q", "Algeria and Andorra", reward=0.0),
+    ]
     acc = make_accelerator(cfg)
     _, model = tiny_model(0)
     opt, sched = make_optimizer(cfg, model, 1)
@@ -72,6 +89,8 @@ def test_update_is_token_level_over_the_batch(tok, tmp_path):
 def test_rollout_stats_and_sample_pass_rates(tok):
     trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(3,))
     s = rollout_stats(trajs)
-    assert s["n"] == 4 and s["solve_rate"] == 1 and s["truncated_share"] == 1 and s["tool_calls"] == 4
+    assert (
+        s["n"] == 4 and s["solve_rate"] == 1 and s["truncated_share"] == 1 and s["tool_calls"] == 4
+    )
     p1, pk, nq = sample_pass_rates(trajs, 2)
     assert (p1, pk, nq) == (0.25, 0.5, 2)

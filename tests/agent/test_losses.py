@@ -91,7 +91,9 @@ def test_global_token_normalizer_splits_over_micro_batches():
     inc = torch.tensor([True, True])
     whole = policy_gradient_loss(logp, adv, mask, inc).loss
     parts = sum(
-        policy_gradient_loss(logp[i : i + 1], adv[i : i + 1], mask[i : i + 1], inc[i : i + 1], token_normalizer=4.0).loss
+        policy_gradient_loss(
+            logp[i : i + 1], adv[i : i + 1], mask[i : i + 1], inc[i : i + 1], token_normalizer=4.0
+        ).loss
         for i in range(2)
     )
     assert parts.item() == pytest.approx(whole.item())
@@ -100,8 +102,14 @@ def test_global_token_normalizer_splits_over_micro_batches():
 def test_clipping_by_hand():
     logp = torch.log(torch.tensor([[0.5, 0.5]])).requires_grad_()
     old = torch.log(torch.tensor([[0.25, 0.5]]))  # ratio 2 on the first token, 1 on the second
-    out = policy_gradient_loss(logp, torch.tensor([1.0]), torch.ones(1, 2), torch.tensor([True]),
-                               old_logprobs=old, clip_eps=0.2)
+    out = policy_gradient_loss(
+        logp,
+        torch.tensor([1.0]),
+        torch.ones(1, 2),
+        torch.tensor([True]),
+        old_logprobs=old,
+        clip_eps=0.2,
+    )
     # token 1 clipped to 1.2 (no gradient), token 2 ratio 1
     assert out.loss.item() == pytest.approx(-(1.2 + 1.0) / 2)
     assert out.clip_fraction.item() == pytest.approx(0.5)
@@ -112,13 +120,21 @@ def test_clipping_by_hand():
 def test_kl_term_by_hand():
     logp = torch.tensor([[math.log(0.5)]], requires_grad=True)
     ref = torch.tensor([[math.log(0.25)]])
-    out = policy_gradient_loss(logp, torch.tensor([0.0]), torch.ones(1, 1), torch.tensor([True]),
-                               ref_logprobs=ref, kl_coef=0.1)
+    out = policy_gradient_loss(
+        logp,
+        torch.tensor([0.0]),
+        torch.ones(1, 1),
+        torch.tensor([True]),
+        ref_logprobs=ref,
+        kl_coef=0.1,
+    )
     k3 = 0.5 - math.log(0.5) - 1  # exp(d) - d - 1 with d = log(0.25/0.5)
     assert out.kl.item() == pytest.approx(k3)
     assert out.loss.item() == pytest.approx(0.1 * k3)
     with pytest.raises(ConfigError, match="ref_logprobs"):
-        policy_gradient_loss(logp, torch.tensor([0.0]), torch.ones(1, 1), torch.tensor([True]), kl_coef=0.1)
+        policy_gradient_loss(
+            logp, torch.tensor([0.0]), torch.ones(1, 1), torch.tensor([True]), kl_coef=0.1
+        )
 
 
 def test_token_logprobs_entropy_nll():
@@ -128,7 +144,9 @@ def test_token_logprobs_entropy_nll():
     assert torch.allclose(lp, torch.tensor([[math.log(0.5), math.log(0.25)]]))
     ent_sum, n = masked_entropy(logits[:, :-1], torch.tensor([[1, 0]]))
     assert n.item() == 1 and ent_sum.item() == pytest.approx(math.log(2))
-    assert masked_nll(lp, torch.tensor([[1, 1]])).item() == pytest.approx(-(math.log(0.5) + math.log(0.25)) / 2)
+    assert masked_nll(lp, torch.tensor([[1, 1]])).item() == pytest.approx(
+        -(math.log(0.5) + math.log(0.25)) / 2
+    )
 
 
 def test_format_penalty():

@@ -14,7 +14,9 @@ def test_tiny_model_is_deterministic_per_seed() -> None:
     tok_b, model_b = tiny_model(3)
     _, model_c = tiny_model(4)
     assert tok_a.get_vocab() == tok_b.get_vocab()
-    ids = torch.tensor([tok_a("<tool_call>search</tool_call>", add_special_tokens=False)["input_ids"]])
+    ids = torch.tensor(
+        [tok_a("<tool_call>search</tool_call>", add_special_tokens=False)["input_ids"]]
+    )
     with torch.inference_mode():
         la, lb, lc = (m(input_ids=ids).logits for m in (model_a, model_b, model_c))
     assert torch.equal(la, lb)
@@ -27,11 +29,16 @@ def test_tiny_chat_template_renders_tools_and_turns() -> None:
     msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q?"}]
     text = tok.apply_chat_template(msgs, tools=tools, tokenize=False, add_generation_prompt=True)
     assert text.startswith("<|im_start|>system\nS\n\n# Tools\n")
-    assert '<tools>\n{"type": "function", "function": {"name": "search", "parameters": {}}}\n</tools>' in text
+    assert (
+        '<tools>\n{"type": "function", "function": {"name": "search", "parameters": {}}}\n</tools>'
+        in text
+    )
     assert text.endswith("<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\n")
     chat = ChatFormat(tok)
     assert (chat.end_of_turn, chat.user_open, chat.user_close) == (
-        "<|im_end|>\n", "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"
+        "<|im_end|>\n",
+        "<|im_start|>user\n",
+        "<|im_end|>\n<|im_start|>assistant\n",
     )
     # special tokens are single ids, so end-of-turn can be matched by id
     assert tok("<|im_end|>", add_special_tokens=False)["input_ids"] == [tok.eos_token_id]
@@ -44,9 +51,12 @@ def test_smollm2_converts_once_and_reloads_from_the_cache() -> None:
     tok, model = load_smollm2()
     assert smollm2_dir() == path and (path / "model.safetensors").stat().st_mtime_ns == stamp
     assert sum(p.numel() for p in model.parameters()) > 100_000_000
-    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                  tokenize=False, add_generation_prompt=True)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     enc = torch.tensor([tok(ids, add_special_tokens=False)["input_ids"]])
     with torch.inference_mode():
         out = model.generate(enc, max_new_tokens=8, do_sample=False)
-    assert "Paris" in tok.decode(out[0, enc.shape[1]:])
+    assert "Paris" in tok.decode(out[0, enc.shape[1] :])

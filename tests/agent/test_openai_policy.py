@@ -61,10 +61,23 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b'{"object": "chat.completion"}')
         # the server strips the stop string, like vLLM and the OpenAI API do
         n_turns = sum(m["role"] == "assistant" for m in body["messages"])
-        content = ('<think>search first</think>\n<tool_call>\n{"name": "search", "arguments": {"query": ["x"]}}\n'
-                   if n_turns == 0 else f"<answer>{question} seed={body['seed']}")
-        reply = {"id": "c", "object": "chat.completion", "model": body["model"],
-                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}
+        content = (
+            '<think>search first</think>\n<tool_call>\n{"name": "search", "arguments": {"query": ["x"]}}\n'
+            if n_turns == 0
+            else f"<answer>{question} seed={body['seed']}"
+        )
+        reply = {
+            "id": "c",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
         self._send(200, json.dumps(reply).encode())
 
     def _send(self, status: int, payload: bytes) -> None:
@@ -89,15 +102,24 @@ def server() -> Iterator[ChatServer]:
 
 
 def _config(url: str, **kw: object) -> OpenAIConfig:
-    base = {"base_url": url, "model": "m", "timeout_s": 0.3, "backoff_s": 0.01, "max_backoff_s": 0.05, "concurrency": 4}
+    base = {
+        "base_url": url,
+        "model": "m",
+        "timeout_s": 0.3,
+        "backoff_s": 0.01,
+        "max_backoff_s": 0.05,
+        "concurrency": 4,
+    }
     return OpenAIConfig(**{**base, **kw})
 
 
 def _request(question: str, turn: int, seed: int) -> TurnRequest:
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": question}]
     if turn:
-        messages += [{"role": "assistant", "content": "<tool_call>{}</tool_call>"},
-                     {"role": "user", "content": "<tool_response>r</tool_response>"}]
+        messages += [
+            {"role": "assistant", "content": "<tool_call>{}</tool_call>"},
+            {"role": "user", "content": "<tool_response>r</tool_response>"},
+        ]
     return TurnRequest(messages=tuple(messages), ids=(), max_new_tokens=64, seed=seed, turn=turn)
 
 
@@ -111,9 +133,17 @@ def test_every_fault_is_retried_and_no_episode_is_lost(server: ChatServer) -> No
     assert [tool_names(g.text) for g in first] == [("search",)] * 10
     assert all(g.text.endswith("</tool_call>") and g.ids is None for g in first)
     final = policy.act([_request(q, 1, 100 + i) for i, q in enumerate(questions)])
-    assert [extract_answer(g.text) for g in final] == [f"{q} seed={100 + i}" for i, q in enumerate(questions)]
+    assert [extract_answer(g.text) for g in final] == [
+        f"{q} seed={100 + i}" for i, q in enumerate(questions)
+    ]
     outcomes = [o for _, o in server.log]
-    assert {k: outcomes.count(k) for k in kinds} == {"timeout": 3, "429": 3, "500": 3, "malformed": 3, "shapeless": 3}
+    assert {k: outcomes.count(k) for k in kinds} == {
+        "timeout": 3,
+        "429": 3,
+        "500": 3,
+        "malformed": 3,
+        "shapeless": 3,
+    }
     assert outcomes.count("ok") == 20 and policy.attempts == 35
     policy.close()
 
@@ -121,14 +151,18 @@ def test_every_fault_is_retried_and_no_episode_is_lost(server: ChatServer) -> No
 def test_persistent_failure_raises_a_backend_error_naming_the_fix(server: ChatServer) -> None:
     server.faults["q"] = ["500"] * 3
     policy = OpenAIPolicy(_config(server.url, max_attempts=3))
-    with pytest.raises(BackendError, match="no valid chat completion after 3 attempts.*raise max_attempts"):
+    with pytest.raises(
+        BackendError, match="no valid chat completion after 3 attempts.*raise max_attempts"
+    ):
         policy.act([_request("q", 0, 0)])
     assert len(server.log) == 3
 
 
 def test_client_errors_are_not_retried() -> None:
     srv = ChatServer()
-    srv.RequestHandlerClass = type("NotFound", (_Handler,), {"do_POST": lambda self: self._send(404, b"no such model")})
+    srv.RequestHandlerClass = type(
+        "NotFound", (_Handler,), {"do_POST": lambda self: self._send(404, b"no such model")}
+    )
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

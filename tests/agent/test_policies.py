@@ -20,20 +20,32 @@ def tiny():
     return tiny_model(1)
 
 
-LONG_SYSTEM = "You are a deep research assistant. " * 8  # long enough for the shared-prefix KV cache
+LONG_SYSTEM = (
+    "You are a deep research assistant. " * 8
+)  # long enough for the shared-prefix KV cache
 
 
-def _requests(policy: TransformersPolicy, questions: list[str], max_new: int = 20, system: str = "sys") -> list[TurnRequest]:
+def _requests(
+    policy: TransformersPolicy, questions: list[str], max_new: int = 20, system: str = "sys"
+) -> list[TurnRequest]:
     out = []
     for i, q in enumerate(questions):
-        e = Episode(task_id=str(i), question=q, system_prompt=system, seed=i, budget=Budget(max_new_tokens=max_new),
-                    chat=policy.chat)
+        e = Episode(
+            task_id=str(i),
+            question=q,
+            system_prompt=system,
+            seed=i,
+            budget=Budget(max_new_tokens=max_new),
+            chat=policy.chat,
+        )
         out.append(e.request())
     return out
 
 
 def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
-    policy = TransformersPolicy(*tiny, sampling=SamplingConfig(temperature=1.0, top_p=0.9, batch_size=4))
+    policy = TransformersPolicy(
+        *tiny, sampling=SamplingConfig(temperature=1.0, top_p=0.9, batch_size=4)
+    )
     reqs = _requests(policy, ["q one?", "a much longer question two?", "three?"])
     first, again = policy.act(reqs), policy.act(reqs)
     assert first == again
@@ -56,7 +68,11 @@ def _assert_greedy_matches_full_forward(model, reqs: list[TurnRequest], gens) ->
 def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: str) -> None:
     tok, model = tiny
     policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
-    reqs = _requests(policy, ["short?", "a considerably longer question than the others?", "mid question?"], system=system)
+    reqs = _requests(
+        policy,
+        ["short?", "a considerably longer question than the others?", "mid question?"],
+        system=system,
+    )
     assert (policy._system_end(list(reqs[0].ids)) > 0) == (system == LONG_SYSTEM)
     _assert_greedy_matches_full_forward(model, reqs, policy.act(reqs))
 
@@ -64,10 +80,21 @@ def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: s
 def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> None:
     tok, model = tiny
     policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=2))
-    episodes = [Episode(task_id=str(i), question=q, system_prompt=LONG_SYSTEM, seed=i, budget=Budget(max_new_tokens=12),
-                        chat=policy.chat) for i, q in enumerate(["short?", "a longer question?", "mid?"])]
+    episodes = [
+        Episode(
+            task_id=str(i),
+            question=q,
+            system_prompt=LONG_SYSTEM,
+            seed=i,
+            budget=Budget(max_new_tokens=12),
+            chat=policy.chat,
+        )
+        for i, q in enumerate(["short?", "a longer question?", "mid?"])
+    ]
     widths: list[int] = []
-    hook = model.register_forward_pre_hook(lambda _, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    hook = model.register_forward_pre_hook(
+        lambda _, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True
+    )
     cached = [0] * len(episodes)  # context tokens whose keys and values the policy holds
     for turn in range(3):
         reqs = [e.request() for e in episodes]
@@ -109,8 +136,10 @@ def test_sampling_config_validates() -> None:
 
 
 def test_best_span_picks_the_answer_shaped_span() -> None:
-    text = ("Paris is a city. The Eiffel Tower was designed by the engineering company of Gustave Eiffel. "
-            "It opened in 1889.")
+    text = (
+        "Paris is a city. The Eiffel Tower was designed by the engineering company of Gustave Eiffel. "
+        "It opened in 1889."
+    )
     assert best_span("Whose company designed the Eiffel Tower?", text) == "Gustave Eiffel"
     assert best_span("In which year did the Eiffel Tower open?", text) == "1889"
     assert best_span("Is Paris a city?", text) == "yes"
@@ -121,22 +150,39 @@ def _req(messages: list[dict], turn: int) -> TurnRequest:
 
 
 def test_search_answer_searches_visits_the_top_hit_and_answers() -> None:
-    q = [{"role": "system", "content": "s"}, {"role": "user", "content": "In which year did the Eiffel Tower open?"}]
+    q = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "In which year did the Eiffel Tower open?"},
+    ]
     p = SearchAnswerPolicy()
     t0 = p.turn(_req(q, 0))
     assert tool_names(t0) == ("search",) and "Eiffel Tower open" in t0
     hits = "<tool_response>\n1. [Eiffel Tower](https://en.wikipedia.org/wiki/Eiffel_Tower)\n</tool_response>"
-    t1 = p.turn(_req([*q, {"role": "assistant", "content": t0}, {"role": "user", "content": hits}], 1))
+    t1 = p.turn(
+        _req([*q, {"role": "assistant", "content": t0}, {"role": "user", "content": hits}], 1)
+    )
     assert tool_names(t1) == ("visit",) and "https://en.wikipedia.org/wiki/Eiffel_Tower" in t1
-    page = "<tool_response>\nThe Eiffel Tower opened in 1889 for the World's Fair.\n</tool_response>"
-    msgs = [*q, {"role": "assistant", "content": t0}, {"role": "user", "content": hits},
-            {"role": "assistant", "content": t1}, {"role": "user", "content": page}]
+    page = (
+        "<tool_response>\nThe Eiffel Tower opened in 1889 for the World's Fair.\n</tool_response>"
+    )
+    msgs = [
+        *q,
+        {"role": "assistant", "content": t0},
+        {"role": "user", "content": hits},
+        {"role": "assistant", "content": t1},
+        {"role": "user", "content": page},
+    ]
     assert extract_answer(p.turn(_req(msgs, 2))) == "1889"
 
 
 def test_oracle_visits_every_evidence_page_then_answers() -> None:
     q = [{"role": "system", "content": "s"}, {"role": "user", "content": "Q?"}]
-    task = Task("t1", "Q?", ("X", "Y"), ("https://en.wikipedia.org/wiki/A", "https://en.wikipedia.org/wiki/B"))
+    task = Task(
+        "t1",
+        "Q?",
+        ("X", "Y"),
+        ("https://en.wikipedia.org/wiki/A", "https://en.wikipedia.org/wiki/B"),
+    )
     p = OraclePolicy(TaskSet([task], "one"))
     turns = [p.turn(_req(q, i)) for i in range(4)]
     assert [tool_names(t) for t in turns[:3]] == [("search",), ("visit",), ("visit",)]

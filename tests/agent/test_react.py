@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes.turns import extract_answer, tool_names
 
 from agent.rollout.models import tiny_model
 from agent.rollout.policies.scripted import SearchAnswerPolicy
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import read_trajectories, write_trajectories
-from fakes.turns import extract_answer, tool_names
 from wikisim.errors import ConfigError
 from wikisim.tools.protocol import format_tool_call
 
@@ -22,12 +22,22 @@ TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {"typ
 @pytest.fixture(scope="module")
 def policy() -> TransformersPolicy:
     tok, model = tiny_model(0)
-    return TransformersPolicy(tok, model, name="tiny", sampling=SamplingConfig(temperature=1.0, batch_size=4))
+    return TransformersPolicy(
+        tok, model, name="tiny", sampling=SamplingConfig(temperature=1.0, batch_size=4)
+    )
 
 
 def _episode(chat: ChatFormat, seed: int, budget: Budget = SHORT) -> Episode:
-    return Episode(task_id=f"t{seed}", question="Which city is the capital of France?", system_prompt="You research.",
-                   tools=TOOLS, seed=seed, budget=budget, chat=chat, tools_in_template=True)
+    return Episode(
+        task_id=f"t{seed}",
+        question="Which city is the capital of France?",
+        system_prompt="You research.",
+        tools=TOOLS,
+        seed=seed,
+        budget=budget,
+        chat=chat,
+        tools_in_template=True,
+    )
 
 
 def _run(policy, episodes: list[Episode], turns: int) -> None:
@@ -51,15 +61,21 @@ def test_masks_cover_exactly_the_policy_tokens(policy: TransformersPolicy) -> No
         pos = len(traj.prompt_ids)
         assert mask[:pos] == [0] * pos
         for t in traj.turns:
-            assert ids[pos : pos + len(t.ids)] == list(t.ids) and mask[pos : pos + len(t.ids)] == [1] * len(t.ids)
-            assert lps[pos : pos + len(t.ids)] == list(t.logprobs) and all(lp <= 0 for lp in t.logprobs)
+            assert ids[pos : pos + len(t.ids)] == list(t.ids) and mask[pos : pos + len(t.ids)] == [
+                1
+            ] * len(t.ids)
+            assert lps[pos : pos + len(t.ids)] == list(t.logprobs) and all(
+                lp <= 0 for lp in t.logprobs
+            )
             pos += len(t.ids)
             assert mask[pos : pos + len(t.observation_ids)] == [0] * len(t.observation_ids)
             pos += len(t.observation_ids)
         assert sum(mask) == sum(len(t.ids) for t in traj.turns) > 0
 
 
-def test_policy_ids_decode_to_the_turn_text_and_the_context_matches_the_template(policy: TransformersPolicy) -> None:
+def test_policy_ids_decode_to_the_turn_text_and_the_context_matches_the_template(
+    policy: TransformersPolicy,
+) -> None:
     tok = policy.tokenizer
     episodes = [_episode(policy.chat, s) for s in range(2)]
     _run(policy, episodes, 3)
@@ -71,11 +87,15 @@ def test_policy_ids_decode_to_the_turn_text_and_the_context_matches_the_template
         upto = traj.turns[:-1]
         ids = list(traj.prompt_ids) + [i for t in upto for i in (*t.ids, *t.observation_ids)]
         msgs = e.messages[: 2 + 2 * len(upto)]
-        rendered = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=False, add_generation_prompt=True)
+        rendered = tok.apply_chat_template(
+            msgs, tools=TOOLS, tokenize=False, add_generation_prompt=True
+        )
         assert tok.decode(ids, skip_special_tokens=False) == rendered
 
 
-def test_text_policy_turns_are_tokenised_once_with_zero_logprobs(policy: TransformersPolicy) -> None:
+def test_text_policy_turns_are_tokenised_once_with_zero_logprobs(
+    policy: TransformersPolicy,
+) -> None:
     e = _episode(policy.chat, 0)
     scripted = SearchAnswerPolicy(policy.chat)
     action = e.add_generation(scripted.act([e.request()])[0])
@@ -89,14 +109,25 @@ def test_text_policy_turns_are_tokenised_once_with_zero_logprobs(policy: Transfo
 def test_trajectory_reloads_bit_for_bit(policy: TransformersPolicy, tmp_path: Path) -> None:
     episodes = [_episode(policy.chat, s) for s in range(3)]
     _run(policy, episodes, 2)
-    trajs = [e.trajectory(policy="tiny", reward=0.5, manifest_hash="h", metrics={"em": 0.0}, timings={"env_s": 0.1})
-             for e in episodes]
+    trajs = [
+        e.trajectory(
+            policy="tiny",
+            reward=0.5,
+            manifest_hash="h",
+            metrics={"em": 0.0},
+            timings={"env_s": 0.1},
+        )
+        for e in episodes
+    ]
     path = tmp_path / "t.jsonl"
     write_trajectories(path, trajs)
     back = list(read_trajectories(path))
     assert back == trajs
     assert [b.to_json() for b in back] == [t.to_json() for t in trajs]
-    assert back[0].messages()[0]["content"] == "You research." and back[0].messages()[2]["role"] == "assistant"
+    assert (
+        back[0].messages()[0]["content"] == "You research."
+        and back[0].messages()[2]["role"] == "assistant"
+    )
 
 
 def test_turn_and_context_budgets_truncate_cleanly(policy: TransformersPolicy) -> None:
@@ -114,7 +145,10 @@ def test_turn_and_context_budgets_truncate_cleanly(policy: TransformersPolicy) -
 def test_answers_and_calls_are_read_from_turn_text() -> None:
     assert extract_answer("<think>x</think><answer> Paris </answer>") == "Paris"
     assert extract_answer("no answer") is None
-    text = format_tool_call("visit", {"url": ["u"], "goal": "g"}) + '<tool_call>{"name": 3}</tool_call>'
+    text = (
+        format_tool_call("visit", {"url": ["u"], "goal": "g"})
+        + '<tool_call>{"name": 3}</tool_call>'
+    )
     assert tool_names(text) == ("visit", "?")
 
 

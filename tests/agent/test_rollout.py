@@ -35,7 +35,9 @@ def test_oracle_solves_every_task_with_real_tool_calls(envs) -> None:
     assert [t.task_id for t in trajs] == TASKS.ids()
     assert all(t.metrics["em"] == 1.0 and t.reward == 1.0 and t.terminated for t in trajs)
     for t, task in zip(trajs, TASKS, strict=True):
-        assert [x.tool_calls for x in t.turns] == [("search",)] + [("visit",)] * len(task.evidence) + [()]
+        assert [x.tool_calls for x in t.turns] == [("search",)] + [("visit",)] * len(
+            task.evidence
+        ) + [()]
         assert all("Error" not in x.observation[:40] for x in t.turns[:-1])
         assert t.timings["tool:visit_s"] > 0 and t.manifest_hash == envs[0].unwrapped.manifest_hash
 
@@ -50,8 +52,12 @@ def test_results_do_not_depend_on_the_number_of_slots(envs) -> None:
 
 def test_tiny_model_rollout_bookkeeping_and_reload(envs, tmp_path: Path) -> None:
     tok, model = tiny_model(0)
-    policy = TransformersPolicy(tok, model, name="tiny", sampling=SamplingConfig(temperature=1.0, batch_size=4))
-    trajs = rollout(envs, policy, jobs_for(IDS[:2], [0, 1]), budget=Budget(max_turns=2, max_new_tokens=12))
+    policy = TransformersPolicy(
+        tok, model, name="tiny", sampling=SamplingConfig(temperature=1.0, batch_size=4)
+    )
+    trajs = rollout(
+        envs, policy, jobs_for(IDS[:2], [0, 1]), budget=Budget(max_turns=2, max_new_tokens=12)
+    )
     assert len(trajs) == 4 and trajs[0].turns != trajs[1].turns  # seeds differ
     for t in trajs:
         assert t.truncated and not t.terminated and t.answer is None and t.reward == 0.0
@@ -68,7 +74,9 @@ def test_scripted_turns_get_ids_from_a_given_tokenizer(envs) -> None:
     trajs = rollout(envs, OraclePolicy(TASKS, ChatFormat(tok)), jobs_for(IDS[:2], [0]))
     for t in trajs:
         assert t.prompt_ids and all(x.ids and set(x.logprobs) == {0.0} for x in t.turns)
-        assert tok.decode(t.token_ids()[: len(t.prompt_ids)]).startswith("<|im_start|>system\nYou are a deep research")
+        assert tok.decode(t.token_ids()[: len(t.prompt_ids)]).startswith(
+            "<|im_start|>system\nYou are a deep research"
+        )
 
 
 class _Spy(SearchAnswerPolicy):
@@ -96,14 +104,30 @@ def _strings(value) -> list[str]:
 def test_policies_never_see_the_gold_answers(envs) -> None:
     spy = _Spy()
     rollout(envs, spy, jobs_for(TASKS.ids(), [0]))
-    assert {f.name for f in dataclasses.fields(TurnRequest)} == {"messages", "ids", "max_new_tokens", "seed", "turn",
-                                                                 "tools"}
+    assert {f.name for f in dataclasses.fields(TurnRequest)} == {
+        "messages",
+        "ids",
+        "max_new_tokens",
+        "seed",
+        "turn",
+        "tools",
+    }
     assert len(spy.requests) > 2 * len(TASKS)
     for request in spy.requests:
         task = TASKS.by_question(request.question)
         # what the env observed may quote the answer; nothing else a policy gets may
-        given = [request.messages[:2], request.tools, request.seed, request.max_new_tokens, request.turn]
+        given = [
+            request.messages[:2],
+            request.tools,
+            request.seed,
+            request.max_new_tokens,
+            request.turn,
+        ]
         seen = " ".join(_strings(given)).lower()
-        leaked = [a for a in task.answers
-                  if a.lower() not in task.question.lower() and re.search(rf"\b{re.escape(a.lower())}\b", seen)]
+        leaked = [
+            a
+            for a in task.answers
+            if a.lower() not in task.question.lower()
+            and re.search(rf"\b{re.escape(a.lower())}\b", seen)
+        ]
         assert not leaked, (request.task_id, leaked)

@@ -29,14 +29,17 @@ def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
     assert (cfg.lr, cfg.group_size, cfg.aggregation, cfg.steps) == (1.0, 6, "sequence", 50)
 
 
-@pytest.mark.parametrize(("values", "match"), [
-    ({"aggregaton": "token"}, "unknown setting"),
-    ({"aggregation": "mean"}, "aggregation='mean': choose one of"),
-    ({"group_size": 1}, "group_size=1"),
-    ({"steps": "ten"}, "must be a int"),
-    ({"band_low": 0.5, "band_high": 0.5}, "band_low"),
-    ({"clip_eps": 0.2, "temperature": 0.7}, "tempered"),
-])
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"aggregaton": "token"}, "unknown setting"),
+        ({"aggregation": "mean"}, "aggregation='mean': choose one of"),
+        ({"group_size": 1}, "group_size=1"),
+        ({"steps": "ten"}, "must be a int"),
+        ({"band_low": 0.5, "band_high": 0.5}, "band_low"),
+        ({"clip_eps": 0.2, "temperature": 0.7}, "tempered"),
+    ],
+)
 def test_bad_settings_name_the_value(values, match):
     with pytest.raises(ConfigError, match=match):
         load_config(GRPOConfig, None, values)
@@ -45,7 +48,16 @@ def test_bad_settings_name_the_value(values, match):
 def _tasks(path: Path, numbers: list[int]) -> Path:
     with path.open("w") as f:
         for n in numbers:
-            f.write(json.dumps({"id": f"n{n}", "question": f"What is the last digit of {n}?", "answer": str(n % 10)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"n{n}",
+                        "question": f"What is the last digit of {n}?",
+                        "answer": str(n % 10),
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -54,24 +66,79 @@ def runs(tmp_path_factory, sample_index):
     root = tmp_path_factory.mktemp("train")
     train = _tasks(root / "train.jsonl", [123, 4567, 890, 2024, 31, 77])
     dev = _tasks(root / "dev.jsonl", [5551, 642])
-    common = ["--tasks", str(train), "--index", str(sample_index), "--system-prompt", "short", "--cpu",
-              "--max-turns", "3", "--max-new-tokens", "12", "--seed", "5"]
-    (root / "sft.yaml").write_text(yaml.safe_dump({"epochs": 1, "batch_size": 4, "samples_per_question": 2, "lr": 0.5}))
-    assert main(["train", "sft", "--config", str(root / "sft.yaml"), "--lr", "0.003",
-                 "--output-dir", str(root / "sft"), *common]) == 0
-    grpo = [*common, "--init-checkpoint", str(root / "sft" / "final"), "--dev-tasks", str(dev), "--questions-per-step", "2",
-            "--group-size", "2", "--dev-every", "2", "--dev-k", "2", "--curriculum", "--pool-size", "3",
-            "--retire-after", "2", "--micro-batch-size", "2"]
+    common = [
+        "--tasks",
+        str(train),
+        "--index",
+        str(sample_index),
+        "--system-prompt",
+        "short",
+        "--cpu",
+        "--max-turns",
+        "3",
+        "--max-new-tokens",
+        "12",
+        "--seed",
+        "5",
+    ]
+    (root / "sft.yaml").write_text(
+        yaml.safe_dump({"epochs": 1, "batch_size": 4, "samples_per_question": 2, "lr": 0.5})
+    )
+    assert (
+        main(
+            [
+                "train",
+                "sft",
+                "--config",
+                str(root / "sft.yaml"),
+                "--lr",
+                "0.003",
+                "--output-dir",
+                str(root / "sft"),
+                *common,
+            ]
+        )
+        == 0
+    )
+    grpo = [
+        *common,
+        "--init-checkpoint",
+        str(root / "sft" / "final"),
+        "--dev-tasks",
+        str(dev),
+        "--questions-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--dev-every",
+        "2",
+        "--dev-k",
+        "2",
+        "--curriculum",
+        "--pool-size",
+        "3",
+        "--retire-after",
+        "2",
+        "--micro-batch-size",
+        "2",
+    ]
     for name, steps in (("a", 2), ("c", 3)):
-        assert main(["train", "grpo", "--output-dir", str(root / name), "--steps", str(steps), *grpo]) == 0
-    assert main(["train", "grpo", "--output-dir", str(root / "a"), "--steps", "3", *grpo]) == 0  # resumes at 2
+        assert (
+            main(["train", "grpo", "--output-dir", str(root / name), "--steps", str(steps), *grpo])
+            == 0
+        )
+    assert (
+        main(["train", "grpo", "--output-dir", str(root / "a"), "--steps", "3", *grpo]) == 0
+    )  # resumes at 2
     return root
 
 
 def test_sft_rejection_sampling_and_outputs(runs):
     report = json.loads((runs / "sft" / "rejection_report.json").read_text())
     # the oracle is deterministic: the second attempt duplicates the first and is dropped
-    assert report["tried"] == 12 and report["kept"] == 6 and report["per_question"]["n123"] == [1, 2]
+    assert (
+        report["tried"] == 12 and report["kept"] == 6 and report["per_question"]["n123"] == [1, 2]
+    )
     saved = yaml.safe_load((runs / "sft" / "config.yaml").read_text())
     assert saved["lr"] == 0.003 and saved["epochs"] == 1  # flag beats YAML, YAML beats default
     assert len(read_metrics(runs / "sft" / "metrics.jsonl")) == 2
@@ -81,8 +148,20 @@ def test_sft_rejection_sampling_and_outputs(runs):
 def test_grpo_logs_every_step(runs):
     rows = read_metrics(runs / "c" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for key in ("reward", "entropy", "response_tokens", "turns", "tool_calls", "truncated_share", "adv_mean",
-                "adv_std", "grad_norm", "excluded_truncated", "pool", "time_generate"):
+    for key in (
+        "reward",
+        "entropy",
+        "response_tokens",
+        "turns",
+        "tool_calls",
+        "truncated_share",
+        "adv_mean",
+        "adv_std",
+        "grad_norm",
+        "excluded_truncated",
+        "pool",
+        "time_generate",
+    ):
         assert key in rows[0], key
     assert "dev_pass@1" in rows[1] and "dev_pass@k" in rows[1] and "dev_pass@1" not in rows[0]
     assert rows[0]["pool"]["pool"] == 3 and set(rows[0]["pool"]["by_structure"]) == {"?hop"}

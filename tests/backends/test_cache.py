@@ -18,21 +18,43 @@ from wikisim.errors import ConfigError
 from wikisim.index.base import Hit
 from wikisim.paths import REPO_ROOT
 
-HITS = [Hit("1#0", "Ada", "https://en.wikipedia.org/wiki/Ada", "Ada was…", 3.25), Hit("2#1", "B", "u", "", 0.1)]
-PAPERS = [ScholarHit("On X", ("A B", "C D"), 1999, "J. X", "10.1/x", "https://doi.org/10.1/x", ("https://w/A",), 1.5)]
+HITS = [
+    Hit("1#0", "Ada", "https://en.wikipedia.org/wiki/Ada", "Ada was…", 3.25),
+    Hit("2#1", "B", "u", "", 0.1),
+]
+PAPERS = [
+    ScholarHit(
+        "On X",
+        ("A B", "C D"),
+        1999,
+        "J. X",
+        "10.1/x",
+        "https://doi.org/10.1/x",
+        ("https://w/A",),
+        1.5,
+    )
+]
 PAGE = PageView("https://w/A", "A", True, "lead\n\n## History\n\ntext", ("B", "C"))
 
 
-@pytest.mark.parametrize(("tool", "value"), [("search", HITS), ("scholar", PAPERS), ("visit", PAGE)])
+@pytest.mark.parametrize(
+    ("tool", "value"), [("search", HITS), ("scholar", PAPERS), ("visit", PAGE)]
+)
 def test_json_form_round_trips_exactly(tool, value):
     assert decode(tool, json.loads(json.dumps(encode(tool, value)))) == value
     as_dicts = asdict(value) if tool == "visit" else [asdict(v) for v in value]
-    assert json.dumps(encode(tool, value)) == json.dumps(as_dicts)  # the wire form of every cache and server
+    assert json.dumps(encode(tool, value)) == json.dumps(
+        as_dicts
+    )  # the wire form of every cache and server
 
 
 def test_keys_are_order_free_and_namespaced():
-    assert cache_key("ns", "search", {"query": "a", "k": 3}) == cache_key("ns", "search", {"k": 3, "query": "a"})
-    assert cache_key("ns", "search", {"query": "a", "k": 3}) != cache_key("other", "search", {"query": "a", "k": 3})
+    assert cache_key("ns", "search", {"query": "a", "k": 3}) == cache_key(
+        "ns", "search", {"k": 3, "query": "a"}
+    )
+    assert cache_key("ns", "search", {"query": "a", "k": 3}) != cache_key(
+        "other", "search", {"query": "a", "k": 3}
+    )
 
 
 def test_modes(tmp_path):
@@ -41,15 +63,22 @@ def test_modes(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         ToolCache(tmp_path / "absent.sqlite", "replay-only")
     off = ToolCache(tmp_path / "off.sqlite", "off")
-    assert off.put("k", "ns", "search", {}, HITS, False).value == HITS and off.get("k", "search") is None
+    assert (
+        off.put("k", "ns", "search", {}, HITS, False).value == HITS
+        and off.get("k", "search") is None
+    )
     assert not (tmp_path / "off.sqlite").exists()
 
     rw = ToolCache(tmp_path / "c.sqlite")
     args = {"query": "q", "k": 2}
     assert rw.put("bad", "ns", "search", args, [], True).degraded
     assert rw.get("bad", "search") is None  # read-write retries a degraded answer live
-    assert rw.put("bad", "ns", "search", args, HITS, False).value == HITS  # a good answer replaces it
-    assert rw.put("bad", "ns", "search", args, [], False).value == HITS  # nothing replaces a good one
+    assert (
+        rw.put("bad", "ns", "search", args, HITS, False).value == HITS
+    )  # a good answer replaces it
+    assert (
+        rw.put("bad", "ns", "search", args, [], False).value == HITS
+    )  # nothing replaces a good one
     rw.put("down", "ns", "visit", {"url": "u"}, PAGE, True)
 
     replay = ToolCache(tmp_path / "c.sqlite", "replay-only")
@@ -57,7 +86,9 @@ def test_modes(tmp_path):
     assert replay.get("down", "visit").degraded  # replay reproduces degraded answers too
     assert replay.get("nope", "search") is None
     err = replay.miss("search", args)
-    assert isinstance(err, CacheMissError) and '"query": "q"' in str(err) and "read-write" in str(err)
+    assert (
+        isinstance(err, CacheMissError) and '"query": "q"' in str(err) and "read-write" in str(err)
+    )
     assert len(replay) == 2
 
 
@@ -84,8 +115,16 @@ WRITER = textwrap.dedent("""
 
 def test_four_concurrent_writer_processes(tmp_path):
     path, go = tmp_path / "shared.sqlite", tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), str(go)], cwd=REPO_ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(w), str(go)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
     time.sleep(0.3)
     go.touch()
     outs = []

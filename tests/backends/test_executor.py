@@ -134,7 +134,10 @@ EDGE_ACTIONS = [
 def test_env_wiki_backend_is_an_executor_with_the_bare_index_observations(sample_index, wiki):
     env = WikiSimEnv(index=sample_index, python=False)
     bare = WikiSimEnv(backend=wiki, python=False)
-    assert isinstance(env.backend, WikiExecutor) and env.backend.index.manifest_hash == env.manifest_hash
+    assert (
+        isinstance(env.backend, WikiExecutor)
+        and env.backend.index.manifest_hash == env.manifest_hash
+    )
     env.reset(seed=3)
     bare.reset(seed=3)
     for action in EDGE_ACTIONS:
@@ -142,24 +145,39 @@ def test_env_wiki_backend_is_an_executor_with_the_bare_index_observations(sample
         bare_obs, _, _, _, bare_info = bare.step(action)
         assert obs == bare_obs
         assert "backend_trace" not in bare_info
-        assert all(r["provider"] == "wiki" and r["outcome"] == "live" for r in info["backend_trace"])
-    assert env.backend.stats() == {"search": {"calls": 1, "live": 1}, "scholar": {"calls": 1, "live": 1},
-                                   "visit": {"calls": 3, "live": 3}}
+        assert all(
+            r["provider"] == "wiki" and r["outcome"] == "live" for r in info["backend_trace"]
+        )
+    assert env.backend.stats() == {
+        "search": {"calls": 1, "live": 1},
+        "scholar": {"calls": 1, "live": 1},
+        "visit": {"calls": 3, "live": 3},
+    }
 
 
 def test_gym_make_takes_cache_options_for_the_wiki_backend(sample_index, tmp_path):
     path = tmp_path / "wiki.sqlite"
-    record = gym.make(ENV_ID, index=sample_index, python=False, cache_mode="read-write", cache_path=path).unwrapped
+    record = gym.make(
+        ENV_ID, index=sample_index, python=False, cache_mode="read-write", cache_path=path
+    ).unwrapped
     record.reset(seed=0)
     first, *_, info = record.step(call("search", query="Apollo 8"))
     again, *_, info_again = record.step(call("search", query="Apollo 8"))
     assert again == first
-    assert [r["outcome"] for r in info["backend_trace"] + info_again["backend_trace"]] == ["live", "cache"]
-    replay = gym.make(ENV_ID, index=sample_index, python=False, cache_mode="replay-only", cache_path=path).unwrapped
+    assert [r["outcome"] for r in info["backend_trace"] + info_again["backend_trace"]] == [
+        "live",
+        "cache",
+    ]
+    replay = gym.make(
+        ENV_ID, index=sample_index, python=False, cache_mode="replay-only", cache_path=path
+    ).unwrapped
     replay.reset(seed=0)
     assert replay.step(call("search", query="Apollo 8"))[0] == first
     missed = replay.step(call("search", query="Luanda"))[0]
-    assert "Error: search failed on the wiki backend: replay-only cache" in missed and "Luanda" in missed
+    assert (
+        "Error: search failed on the wiki backend: replay-only cache" in missed
+        and "Luanda" in missed
+    )
     assert replay.config.cache_mode == "replay-only" and replay.config.cache_path == str(path)
     assert open_cache("read-write", None, "wiki").path == cache_dir() / "wiki-cache.sqlite"
     assert open_cache("off", path, "wiki") is None

@@ -30,7 +30,9 @@ def local(sample_index):
 
 @pytest.fixture(scope="module")
 def server(sample_index) -> Iterator[str]:
-    proc, url = start_serve(sample_index, "--memo-size", "0", "--max-queries", "4", "--max-body-bytes", "4096")
+    proc, url = start_serve(
+        sample_index, "--memo-size", "0", "--max-queries", "4", "--max-body-bytes", "4096"
+    )
     yield url
     stop(proc)
 
@@ -44,9 +46,13 @@ def test_remote_equals_in_process(server, local, queries):
     remote = RemoteBackend(server)
     assert remote.manifest_hash == local.manifest_hash and remote.name == "remote"
     assert remote.search(queries[:4], 5) == local.search(queries[:4], 5)
-    assert remote.scholar(["history", "university press"], 3) == local.scholar(["history", "university press"], 3)
+    assert remote.scholar(["history", "university press"], 3) == local.scholar(
+        ["history", "university press"], 3
+    )
     for title in queries[:5] + ["No Such Page Anywhere"]:
-        assert remote.visit(title, "when was it founded", 200) == local.visit(title, "when was it founded", 200)
+        assert remote.visit(title, "when was it founded", 200) == local.visit(
+            title, "when was it founded", 200
+        )
     with pytest.raises(ToolCallError):
         remote.search([" "], 5)
     remote.close()
@@ -72,18 +78,33 @@ def test_concurrent_load_zero_failures(server, local, queries):
     assert 'wikisim_requests_total{endpoint="search",status="200"}' in metrics
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "needle"), [
-    ("POST", "/search", b"{not json", 400, "not valid JSON"),
-    ("POST", "/search", b"[1, 2]", 400, "JSON object"),
-    ("POST", "/search", b'{"queries": []}', 400, "non-empty list"),
-    ("POST", "/search", b'{"queries": ["a", 3]}', 400, "query 1"),
-    ("POST", "/search", b'{"queries": ["a", "b", "c", "d", "e"]}', 400, "limit is 4"),
-    ("POST", "/search", b'{"queries": ["a"], "k": 1000}', 400, "'k' must be an integer from 1 to 100"),
-    ("POST", "/visit", b'{"goal": "x"}', 400, "'url'"),
-    ("POST", "/scholar", b'{"queries": ["' + b"a" * 5000 + b'"]}', 413, "exceeds the limit of 4096"),
-    ("GET", "/search", None, 405, "GET is not allowed"),
-    ("GET", "/nowhere", None, 404, "no endpoint /nowhere"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "needle"),
+    [
+        ("POST", "/search", b"{not json", 400, "not valid JSON"),
+        ("POST", "/search", b"[1, 2]", 400, "JSON object"),
+        ("POST", "/search", b'{"queries": []}', 400, "non-empty list"),
+        ("POST", "/search", b'{"queries": ["a", 3]}', 400, "query 1"),
+        ("POST", "/search", b'{"queries": ["a", "b", "c", "d", "e"]}', 400, "limit is 4"),
+        (
+            "POST",
+            "/search",
+            b'{"queries": ["a"], "k": 1000}',
+            400,
+            "'k' must be an integer from 1 to 100",
+        ),
+        ("POST", "/visit", b'{"goal": "x"}', 400, "'url'"),
+        (
+            "POST",
+            "/scholar",
+            b'{"queries": ["' + b"a" * 5000 + b'"]}',
+            413,
+            "exceeds the limit of 4096",
+        ),
+        ("GET", "/search", None, 405, "GET is not allowed"),
+        ("GET", "/nowhere", None, 404, "no endpoint /nowhere"),
+    ],
+)
 def test_bad_requests_get_clear_json_errors(server, method, path, body, status, needle):
     response = httpx.request(method, f"{server}{path}", content=body)
     assert response.status_code == status
@@ -93,7 +114,12 @@ def test_bad_requests_get_clear_json_errors(server, method, path, body, status, 
 
 def test_health_names_the_index(server, local):
     health = httpx.get(f"{server}/health").json()
-    assert health == {"status": "ok", "backend": "wiki", "manifest_hash": local.manifest_hash, "version": health["version"]}
+    assert health == {
+        "status": "ok",
+        "backend": "wiki",
+        "manifest_hash": local.manifest_hash,
+        "version": health["version"],
+    }
 
 
 def test_memo_serves_repeats_identically(sample_index, local):
@@ -112,7 +138,9 @@ def test_unreachable_server_is_a_clear_error_and_a_dead_one_falls_back(sample_in
         RemoteBackend("127.0.0.1:1")
     proc, url = start_serve(sample_index, "--memo-size", "0")
     fast = ToolPolicy(timeout_s=1.0, max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05)
-    remote = RemoteBackend(url, config=ExecutorConfig(search=fast, visit=fast, scholar=fast), fallback=local)
+    remote = RemoteBackend(
+        url, config=ExecutorConfig(search=fast, visit=fast, scholar=fast), fallback=local
+    )
     assert remote.trace() == []
     stop(proc)  # the server dies mid-run: retries, then the local index answers
     assert remote.search(["Anarchism"], 3) == local.search(["Anarchism"], 3)
@@ -130,9 +158,14 @@ def test_gym_env_over_remote_matches_in_process(server, sample_index):
 
     import wikisim  # noqa: F401 - registers WikiSim-v0
 
-    actions = [{"name": "search", "arguments": {"query": ["Anarchism", "Albedo"]}},
-               {"name": "visit", "arguments": {"url": ["Anarchism", "Not A Page"], "goal": "origin of the word"}},
-               {"name": "scholar", "arguments": {"query": "anarchism history"}}]
+    actions = [
+        {"name": "search", "arguments": {"query": ["Anarchism", "Albedo"]}},
+        {
+            "name": "visit",
+            "arguments": {"url": ["Anarchism", "Not A Page"], "goal": "origin of the word"},
+        },
+        {"name": "scholar", "arguments": {"query": "anarchism history"}},
+    ]
 
     def observations(env: gym.Env) -> list[str]:
         obs = [env.reset(seed=3)[0]]
@@ -155,9 +188,13 @@ def test_prefork_workers_share_the_port_and_stop_together(sample_index, local, q
         expected = {q: local.search([q], 5)[0] for q in queries[:16]}
         clients = [RemoteBackend(url) for _ in range(8)]
         with ThreadPoolExecutor(8) as pool:
-            got = list(pool.map(lambda i: clients[i % 8].search([queries[i % 16]], 5)[0], range(64)))
+            got = list(
+                pool.map(lambda i: clients[i % 8].search([queries[i % 16]], 5)[0], range(64))
+            )
         assert got == [expected[queries[i % 16]] for i in range(64)]
-        children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        children = [
+            int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        ]
         assert len(children) == 2
         # 32 keep-alive connections, one visit each: each reads its worker's visit count from /metrics,
         # which is the number of connections that worker holds. On one shared socket, one worker took
@@ -165,8 +202,14 @@ def test_prefork_workers_share_the_port_and_stop_together(sample_index, local, q
         conns = [httpx.Client(base_url=url) for _ in range(32)]
         for c in conns:
             assert c.post("/visit", json={"url": "Angola", "max_tokens": 10}).status_code == 200
-        held = [int(re.search(r'requests_total\{endpoint="visit",status="200"\} (\d+)', c.get("/metrics").text)[1])
-                for c in conns]
+        held = [
+            int(
+                re.search(
+                    r'requests_total\{endpoint="visit",status="200"\} (\d+)', c.get("/metrics").text
+                )[1]
+            )
+            for c in conns
+        ]
         for c in conns:
             c.close()
         assert max(held) <= 26

@@ -41,9 +41,15 @@ def test_xml_and_wikiextractor_give_substantially_the_same_text(sample_read) -> 
 
 def test_wikiextractor_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "wiki_00"
-    recs = [{"id": "12", "url": "https://en.wikipedia.org/wiki?curid=12", "title": "Anarchism",
-             "text": "Anarchism\n\nAnarchism is a political philosophy.\nSecond paragraph."},
-            {"id": "25", "url": "u", "title": "Autism", "text": "Autism is a disorder."}]
+    recs = [
+        {
+            "id": "12",
+            "url": "https://en.wikipedia.org/wiki?curid=12",
+            "title": "Anarchism",
+            "text": "Anarchism\n\nAnarchism is a political philosophy.\nSecond paragraph.",
+        },
+        {"id": "25", "url": "u", "title": "Autism", "text": "Autism is a disorder."},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     pages = list(read_pages([path]))
     assert [(p.id, p.title) for p in pages] == [(12, "Anarchism"), (25, "Autism")]
@@ -58,16 +64,22 @@ def test_dpr_jsonl_groups_passages_of_a_title_in_order() -> None:
     assert [p.title for p in pages] == list(dict.fromkeys(titles))
     assert stream.report.skipped == [] and len({p.id for p in pages}) == len(pages)
     sierra = next(p for p in pages if p.title == "Sierra Madre, California")
-    parts = [c["contents"].split("\n", 1)[1] for c, t in zip(lines, titles, strict=True)
-             if t == "Sierra Madre, California"]
+    parts = [
+        c["contents"].split("\n", 1)[1]
+        for c, t in zip(lines, titles, strict=True)
+        if t == "Sierra Madre, California"
+    ]
     words = [re.findall(r"\w+", x) for x in sierra.text.split("\n")]
     assert len(parts) > 3 and words == [re.findall(r"\w+", x) for x in parts]
 
 
 def test_jsonl_title_text_compressed(tmp_path: Path) -> None:
     path = tmp_path / "passages.jsonl.bz2"
-    recs = [{"id": "a1", "title": "Foo", "text": "First."}, {"id": "b1", "title": "Bar", "text": "B."},
-            {"id": "a2", "title": "Foo", "text": "Second."}]
+    recs = [
+        {"id": "a1", "title": "Foo", "text": "First."},
+        {"id": "b1", "title": "Bar", "text": "B."},
+        {"id": "a2", "title": "Foo", "text": "Second."},
+    ]
     path.write_bytes(bz2.compress("".join(json.dumps(r) + "\n" for r in recs).encode()))
     pages = list(read_pages([path]))
     assert [(p.title, p.text) for p in pages] == [("Foo", "First.\nSecond."), ("Bar", "B.")]
@@ -94,16 +106,25 @@ def test_musique_corpus_list_groups_repeated_titles() -> None:
 
 def test_two_wiki_style_list(tmp_path: Path) -> None:
     path = tmp_path / "2wiki.json"
-    path.write_text(json.dumps([{"title": "Teutberga", "text": "Teutberga was a queen."},
-                                {"title": "Lothair II", "text": "Lothair II was a king."}]))
+    path.write_text(
+        json.dumps(
+            [
+                {"title": "Teutberga", "text": "Teutberga was a queen."},
+                {"title": "Lothair II", "text": "Lothair II was a king."},
+            ]
+        )
+    )
     pages = list(read_pages([path]))
     assert [p.title for p in pages] == ["Teutberga", "Lothair II"] and pages[1].id == 2
 
 
 def test_ids_continue_across_inputs_and_titles_are_not_repeated(tmp_path: Path) -> None:
     path = tmp_path / "more.json"
-    path.write_text(json.dumps([{"title": "Anarchism", "text": "Again."},
-                                {"title": "New page", "text": "Fresh."}]))
+    path.write_text(
+        json.dumps(
+            [{"title": "Anarchism", "text": "Again."}, {"title": "New page", "text": "Fresh."}]
+        )
+    )
     stream = read_pages([WIKIEXTRACTOR, path])
     pages = list(stream)
     assert pages[-1].title == "New page" and pages[-1].id == max(p.id for p in pages[:-1]) + 1
@@ -111,8 +132,9 @@ def test_ids_continue_across_inputs_and_titles_are_not_repeated(tmp_path: Path) 
     assert stream.report.skipped_by_reason() == {"duplicate title": 1}
 
 
-@pytest.mark.parametrize("content", [b"hello world\n", b'{"foo": 1}\n', b"<html><body>x</body>",
-                                     b"\x00\x01binary"])
+@pytest.mark.parametrize(
+    "content", [b"hello world\n", b'{"foo": 1}\n', b"<html><body>x</body>", b"\x00\x01binary"]
+)
 def test_unknown_format_refused(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "input.dat"
     path.write_bytes(content)

@@ -17,7 +17,7 @@ HEAD = '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" xml:lang="d
 
 def _page(title: str, page_id: str, text: str | None, ns: str = "0", extra: str = "") -> str:
     body = "" if text is None else f'<revision><text xml:space="preserve">{text}</text></revision>'
-    return (f"<page><title>{title}</title><ns>{ns}</ns><id>{page_id}</id>{extra}{body}</page>\n")
+    return f"<page><title>{title}</title><ns>{ns}</ns><id>{page_id}</id>{extra}{body}</page>\n"
 
 
 def test_truncated_bz2_fails_naming_file_and_last_good_page(tmp_path: Path) -> None:
@@ -25,7 +25,9 @@ def test_truncated_bz2_fails_naming_file_and_last_good_page(tmp_path: Path) -> N
     cut = tmp_path / "sample-truncated.xml.bz2"
     cut.write_bytes(data[: len(data) // 2])
     got: list[Page | Redirect] = []
-    with pytest.raises(CorpusError, match=r"sample-truncated\.xml\.bz2: truncated.*last good page: '") as e:
+    with pytest.raises(
+        CorpusError, match=r"sample-truncated\.xml\.bz2: truncated.*last good page: '"
+    ) as e:
         got.extend(read_pages([cut]))
     last = str(e.value).split("last good page: ")[1]
     # every page read before the break came out, the last one is the one the error names
@@ -37,37 +39,55 @@ def test_broken_xml_fails(tmp_path: Path) -> None:
         raw = f.read()
     cut = tmp_path / "sample-broken.xml"
     cut.write_bytes(raw[: len(raw) // 3])
-    with pytest.raises(CorpusError, match=r"sample-broken\.xml: truncated or broken XML.*last good"):
+    with pytest.raises(
+        CorpusError, match=r"sample-broken\.xml: truncated or broken XML.*last good"
+    ):
         list(read_pages([cut], workers=2))
 
 
 def test_malformed_pages_are_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "mixed.xml"
-    path.write_text(HEAD + _page("Good", "1", "A '''good''' page about [[Cats]].")
-                    + _page("Bad id", "x1", "text") + _page("", "3", "text")
-                    + _page("No text", "4", None) + _page("Empty", "5", "{{stub}}")
-                    + _page("Talk:Good", "6", "talk", ns="1")
-                    + _page("Old redirect", "7", "#REDIRECT [[Good]]") + "</mediawiki>\n")
+    path.write_text(
+        HEAD
+        + _page("Good", "1", "A '''good''' page about [[Cats]].")
+        + _page("Bad id", "x1", "text")
+        + _page("", "3", "text")
+        + _page("No text", "4", None)
+        + _page("Empty", "5", "{{stub}}")
+        + _page("Talk:Good", "6", "talk", ns="1")
+        + _page("Old redirect", "7", "#REDIRECT [[Good]]")
+        + "</mediawiki>\n"
+    )
     stream = read_pages([path])
     items = list(stream)
     assert items[0].title == "Good" and items[0].text == "A good page about Cats."
     assert items[1] == Redirect("Old redirect", "Good") and len(items) == 2
     rep = stream.report
     assert [(s.title, s.page_id) for s in rep.skipped] == [
-        ("Bad id", None), ("", 3), ("No text", 4), ("Empty", 5)]
-    assert rep.skipped_by_reason() == {"bad page id": 1, "empty text": 1, "missing title": 1,
-                                       "no revision text": 1}
+        ("Bad id", None),
+        ("", 3),
+        ("No text", 4),
+        ("Empty", 5),
+    ]
+    assert rep.skipped_by_reason() == {
+        "bad page id": 1,
+        "empty text": 1,
+        "missing title": 1,
+        "no revision text": 1,
+    }
     assert rep.non_article == 1 and "skipped 4" in str(rep) and "'Bad id'" in str(rep)
     assert rep.as_dict()["skipped"] == 4
 
 
 def test_non_english_wikitext(tmp_path: Path) -> None:
-    text = ("{{Infobox Ort in Deutschland\n|Name = Beispielstadt\n|Bundesland = [[Bayern]]\n"
-            "|Einwohner = 12.345\n}}\n'''Beispielstadt''' ist eine Stadt in [[Bayern]].&lt;ref&gt;"
-            "{{Internetquelle |url=http://x.de |titel=Quelle}}&lt;/ref&gt;\n"
-            "[[Datei:Wappen.svg|mini|links|Das [[Wappen]]]]\n== Geschichte ==\n"
-            "Gegründet [[1200]].\n[[Bild:Karte.png|thumb]]\n[[Kategorie:Ort in Bayern]]\n"
-            "[[en:Example town]]\n{{Navigationsleiste Städte}}")
+    text = (
+        "{{Infobox Ort in Deutschland\n|Name = Beispielstadt\n|Bundesland = [[Bayern]]\n"
+        "|Einwohner = 12.345\n}}\n'''Beispielstadt''' ist eine Stadt in [[Bayern]].&lt;ref&gt;"
+        "{{Internetquelle |url=http://x.de |titel=Quelle}}&lt;/ref&gt;\n"
+        "[[Datei:Wappen.svg|mini|links|Das [[Wappen]]]]\n== Geschichte ==\n"
+        "Gegründet [[1200]].\n[[Bild:Karte.png|thumb]]\n[[Kategorie:Ort in Bayern]]\n"
+        "[[en:Example town]]\n{{Navigationsleiste Städte}}"
+    )
     path = tmp_path / "dewiki.xml"
     path.write_text(HEAD + _page("Beispielstadt", "9", text) + "</mediawiki>\n", encoding="utf-8")
     (page,) = read_pages([path])
@@ -76,12 +96,17 @@ def test_non_english_wikitext(tmp_path: Path) -> None:
     assert page.categories == ("Ort in Bayern",)
     assert "Datei" not in page.text and "Wappen" not in page.text and "Example" not in page.text
     assert page.text == "Beispielstadt ist eine Stadt in Bayern.\n\nGeschichte\nGegründet 1200."
-    assert [(x.target, x.field) for x in page.links] == [("Bayern", "Bundesland"), ("Bayern", ""),
-                                                         ("1200", "")]
+    assert [(x.target, x.field) for x in page.links] == [
+        ("Bayern", "Bundesland"),
+        ("Bayern", ""),
+        ("1200", ""),
+    ]
 
 
-@pytest.mark.parametrize(("name", "pages", "redirects"), [
-    ("enwiki-table-markup.xml.bz2", 5, 0), ("enwiki-20250201-redirects.xml.bz2", 6, 64)])
+@pytest.mark.parametrize(
+    ("name", "pages", "redirects"),
+    [("enwiki-table-markup.xml.bz2", 5, 0), ("enwiki-20250201-redirects.xml.bz2", 6, 64)],
+)
 def test_other_dumps_ingest_cleanly(name: str, pages: int, redirects: int) -> None:
     stream = read_pages([DATA_DIR / "dumps" / name])
     items = list(stream)
@@ -97,7 +122,8 @@ def test_table_rows_read_as_lines() -> None:
     items = list(read_pages([DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"]))
     page = next(x for x in items if x.title == "Academy Award for Best Production Design")
     assert "Most Awards | Cedric Gibbons | 11 awards | Awards resulted from 39 nominations." in (
-        page.text.split("\n"))
+        page.text.split("\n")
+    )
 
 
 def test_multistream_bz2(tmp_path: Path) -> None:
@@ -112,8 +138,10 @@ def test_multistream_bz2(tmp_path: Path) -> None:
 
 def test_workers_give_identical_output() -> None:
     """Several chunks (16 pages each) over two files, parsed by 1 and by 2 processes."""
-    inputs = [DATA_DIR / "dumps" / "enwiki-20250201-redirects.xml.bz2",
-              DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"]
+    inputs = [
+        DATA_DIR / "dumps" / "enwiki-20250201-redirects.xml.bz2",
+        DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2",
+    ]
     one, two = read_pages(inputs, workers=1), read_pages(inputs, workers=2)
     got = list(two)
     assert len(got) == 75 and got == list(one)

@@ -42,8 +42,9 @@ def test_every_page_and_redirect_accounted_for(sample) -> None:
     # the one page outside the article namespace is a redirect (Wikipedia:..., ns 4)
     assert len(redirects) + report.non_article == n_redirects
     assert report.skipped == [] and report.pages == 106 and report.redirects == 99
-    ids = {int(m) for m in re.findall(r"<page>\s*<title>[^<]*</title>\s*<ns>0</ns>\s*<id>(\d+)",
-                                      raw)}
+    ids = {
+        int(m) for m in re.findall(r"<page>\s*<title>[^<]*</title>\s*<ns>0</ns>\s*<id>(\d+)", raw)
+    }
     assert {p.id for p in pages} <= ids and len({p.id for p in pages}) == 106
     assert report.wikitext_bytes > 5_000_000
 
@@ -74,7 +75,9 @@ def test_store_round_trip_and_lookups(sample, store: PageStore) -> None:
     pages = _pages(sample[0])
     assert len(store) == 106
     assert all(store.get(p.id) == p for p in pages.values())
-    assert [t for _, t in store.titles()] == [p.title for p in sorted(pages.values(), key=lambda p: p.id)]
+    assert [t for _, t in store.titles()] == [
+        p.title for p in sorted(pages.values(), key=lambda p: p.id)
+    ]
     assert store.by_title("anarchism") == pages["Anarchism"]
     assert store.by_title("Ayn_Rand").title == "Ayn Rand"
     # redirects are followed, both ways of spelling
@@ -87,8 +90,9 @@ def test_store_round_trip_and_lookups(sample, store: PageStore) -> None:
     assert store.closest_titles("Anarchsm", 3)[0] == "Anarchism"
     assert store.closest_titles("Ayn Randd", 3)[0] == "Ayn Rand"
     linked = store.links_to("Anarchism")
-    assert linked and all(link.target in ("Anarchism", *store.aliases("Anarchism"))
-                          for _, link in linked)
+    assert linked and all(
+        link.target in ("Anarchism", *store.aliases("Anarchism")) for _, link in linked
+    )
     counts = store.counts()
     assert counts["pages"] == 106 and counts["redirects"] == 99
     assert counts["links"] == sum(len(p.links) for p in pages.values())

@@ -45,22 +45,32 @@ def test_reset_gives_question_schemas_and_prompt(env: WikiSimEnv) -> None:
 
 def _scripted_episode(env: WikiSimEnv, answer: str) -> tuple[float, list[str], dict]:
     env.reset(options={"task_id": "apollo11-commander"})
-    obs, reward, terminated, truncated, info = env.step(call("search", query="Apollo 11 landed the first humans on the Moon"))
-    assert obs.startswith("<tool_response>\nA Google search for 'Apollo 11 landed the first humans on the Moon' found")
-    assert info["tool_calls"] == [{"name": "search", "arguments": {"query": "Apollo 11 landed the first humans on the Moon"}}]
+    obs, reward, terminated, truncated, info = env.step(
+        call("search", query="Apollo 11 landed the first humans on the Moon")
+    )
+    assert obs.startswith(
+        "<tool_response>\nA Google search for 'Apollo 11 landed the first humans on the Moon' found"
+    )
+    assert info["tool_calls"] == [
+        {"name": "search", "arguments": {"query": "Apollo 11 landed the first humans on the Moon"}}
+    ]
     assert info["calls"] == 1 and info["errors"] == 0 and info["latency_s"]["search"] >= 0
     assert info["observation_chars"] == len(obs)
     top = re.search(r"^1\. \[(.*?)\]\((.*?)\)$", obs, flags=re.M)
     assert top.group(1) == "Apollo 11"
-    obs2, *_ , info2 = env.step(call("visit", url=top.group(2), goal="who commanded the mission"))
-    assert f"The useful information in {top.group(2)} for user goal who commanded the mission" in obs2
+    obs2, *_, info2 = env.step(call("visit", url=top.group(2), goal="who commanded the mission"))
+    assert (
+        f"The useful information in {top.group(2)} for user goal who commanded the mission" in obs2
+    )
     assert "Neil Armstrong" in obs2 and "# Apollo 11" in obs2
     seen = [obs, obs2]
     if python_available():
         obs3, *_ = env.step(call("python", code="print(1969 - 1930)"))
         assert "39" in obs3
         seen.append(obs3)
-    obs4, reward, terminated, truncated, info4 = env.step(f"<think>found it</think><answer>{answer}</answer>")
+    obs4, reward, terminated, truncated, info4 = env.step(
+        f"<think>found it</think><answer>{answer}</answer>"
+    )
     assert terminated and not truncated and obs4 == ""
     assert info4["episode_calls"] == len(seen)
     return reward, seen, info4
@@ -77,10 +87,19 @@ def test_scripted_episode_wrong_answer_scores_zero(env: WikiSimEnv) -> None:
 
 
 MALFORMED = [
-    "", "plain prose, no tags", "<tool_call>{not json}</tool_call>", call("serch", query="x"),
-    call("search", query=7), call("visit", url="Angola"), '<tool_call>{"name": "search"}</tool_call>',
-    "x" * 1_048_576, "bad \udcff surrogate", b"\xc3\x28", {"name": "visit", "arguments": {"url": 1, "goal": "g"}},
-    ["a", "list"], "<answer></answer>",
+    "",
+    "plain prose, no tags",
+    "<tool_call>{not json}</tool_call>",
+    call("serch", query="x"),
+    call("search", query=7),
+    call("visit", url="Angola"),
+    '<tool_call>{"name": "search"}</tool_call>',
+    "x" * 1_048_576,
+    "bad \udcff surrogate",
+    b"\xc3\x28",
+    {"name": "visit", "arguments": {"url": 1, "goal": "g"}},
+    ["a", "list"],
+    "<answer></answer>",
 ]
 
 
@@ -88,7 +107,10 @@ def test_malformed_actions_are_observations_and_the_episode_goes_on(env: WikiSim
     env.reset(options={"task_id": "angola-capital"})
     for i, action in enumerate(MALFORMED, 1):
         obs, reward, terminated, truncated, info = env.step(action)
-        assert obs.startswith("<tool_response>\nError: ") and obs.endswith("\n</tool_response>"), (action, obs)
+        assert obs.startswith("<tool_response>\nError: ") and obs.endswith("\n</tool_response>"), (
+            action,
+            obs,
+        )
         assert (reward, terminated, truncated) == (0.0, False, False)
         assert info["malformed"] == 1 and info["episode_malformed"] == i
     obs, *_ = env.step(call("search", query="Angola capital"))
@@ -99,10 +121,18 @@ def test_malformed_actions_are_observations_and_the_episode_goes_on(env: WikiSim
 
 def test_mixed_turn_runs_good_calls_and_reports_bad_ones(env: WikiSimEnv) -> None:
     env.reset(options={"task_id": "angola-capital"})
-    obs, _, _, _, info = env.step(call("search", query="Luanda") + "<tool_call>{]</tool_call>" + call("scholar", query="Angola"))
+    obs, _, _, _, info = env.step(
+        call("search", query="Luanda")
+        + "<tool_call>{]</tool_call>"
+        + call("scholar", query="Angola")
+    )
     parts = obs.split("\n</tool_response>\n<tool_response>\n")
     assert len(parts) == 3 and "Error: tool call 2 is not valid JSON" in parts[1]
-    assert info["calls"] == 2 and info["malformed"] == 1 and [c["name"] for c in info["tool_calls"]] == ["search", "scholar"]
+    assert (
+        info["calls"] == 2
+        and info["malformed"] == 1
+        and [c["name"] for c in info["tool_calls"]] == ["search", "scholar"]
+    )
 
 
 def test_visit_unknown_and_foreign_urls_suggest_titles(env: WikiSimEnv) -> None:
@@ -126,7 +156,11 @@ def test_truncation_at_observation_budget(sample_index: Path) -> None:
     e = WikiSimEnv(index=sample_index, max_observation_tokens=300, python=False)
     e.reset(options={"task_id": "angola-capital"})
     _, _, _, truncated, info = e.step(call("visit", url="Angola", goal="capital"))
-    assert truncated and info["truncation"] == "max_observation_tokens" and info["observation_tokens_total"] > 300
+    assert (
+        truncated
+        and info["truncation"] == "max_observation_tokens"
+        and info["observation_tokens_total"] > 300
+    )
 
 
 def test_seeded_reset_is_deterministic_and_covers_tasks(env: WikiSimEnv) -> None:
@@ -144,7 +178,11 @@ def test_check_env_passes(env: WikiSimEnv) -> None:
 def test_spaces_admit_any_text() -> None:
     space = AnyText(100)
     assert space.contains("émoji 🙂 中文 \x00 \u202e") and space.contains("")
-    assert not space.contains("lone \ud800") and not space.contains(3) and not space.contains("x" * 101)
+    assert (
+        not space.contains("lone \ud800")
+        and not space.contains(3)
+        and not space.contains("x" * 101)
+    )
     assert space.contains(space.sample())
 
 
@@ -153,7 +191,9 @@ def test_config_errors_name_the_fix(sample_index: Path) -> None:
         WikiSimEnv(index=sample_index, reward="bleu")
     with pytest.raises(ConfigError, match="needs judge="):
         WikiSimEnv(index=sample_index, reward="judge")
-    with pytest.raises(ConfigError, match="EnvConfig.backend='bing': choose one of wiki, remote, web"):
+    with pytest.raises(
+        ConfigError, match="EnvConfig.backend='bing': choose one of wiki, remote, web"
+    ):
         WikiSimEnv(index=sample_index, backend="bing")
 
 
@@ -178,13 +218,24 @@ def test_gym_make_in_a_fresh_interpreter(sample_index: Path, tmp_path: Path) -> 
         "env2 = gym.make('wikisim:WikiSim-v0', python=False)\n"
         "print(env2.reset(seed=0)[1]['task_id'])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "WIKISIM_CACHE": str(cache)}, check=True).stdout.split()
-    assert out[0] == out[2] == WikiSimEnv(index=sample_index, python=False).reset(seed=0)[1]["task_id"]
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "WIKISIM_CACHE": str(cache)},
+        check=True,
+    ).stdout.split()
+    assert (
+        out[0] == out[2] == WikiSimEnv(index=sample_index, python=False).reset(seed=0)[1]["task_id"]
+    )
 
 
 def test_registered_on_import() -> None:
-    assert "WikiSim-v0" in gym.registry and gym.registry["WikiSim-v0"].entry_point == "wikisim.env.core:WikiSimEnv"
+    assert (
+        "WikiSim-v0" in gym.registry
+        and gym.registry["WikiSim-v0"].entry_point == "wikisim.env.core:WikiSimEnv"
+    )
 
 
 def _children(pid: int) -> list[int]:
@@ -214,7 +265,9 @@ def test_hostile_python_is_contained_and_the_episode_goes_on(sample_index: Path)
         "import os, signal; os.kill(os.getppid(), signal.SIGKILL)": "Error",
     }
     for code, expected in hostile.items():
-        obs, reward, terminated, truncated, _ = e.step({"name": "python", "arguments": {"code": code}})
+        obs, reward, terminated, truncated, _ = e.step(
+            {"name": "python", "arguments": {"code": code}}
+        )
         assert obs.startswith("<tool_response>\n") and expected in obs, (code, obs[:400])
         assert not (terminated or truncated)
     assert not Path("/tmp/wikisim-escape.txt").exists()

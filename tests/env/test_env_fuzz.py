@@ -19,9 +19,45 @@ TEMPLATES = [
     "<think>done</think><answer>Luanda</answer>",
     '<tool_call>{"name": "answer", "arguments": {"answer": "Edmonton"}}</tool_call>',
 ]
-PIECES = ["<tool_call>", "</tool_call>", "<answer>", "</answer>", "<think>", "</think>", "<code>", "</code>", "{", "}",
-          "[", "]", '"', ":", ",", "\\", "\ud800", "\udfff", "\x00", "\u202e", "🙂", "\n", "null", "name", "arguments"]
-NAMES = ["search", "visit", "scholar", "answer", "python", "PythonInterpreter", "google_scholar", "", "x" * 300, "Search"]
+PIECES = [
+    "<tool_call>",
+    "</tool_call>",
+    "<answer>",
+    "</answer>",
+    "<think>",
+    "</think>",
+    "<code>",
+    "</code>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ":",
+    ",",
+    "\\",
+    "\ud800",
+    "\udfff",
+    "\x00",
+    "\u202e",
+    "🙂",
+    "\n",
+    "null",
+    "name",
+    "arguments",
+]
+NAMES = [
+    "search",
+    "visit",
+    "scholar",
+    "answer",
+    "python",
+    "PythonInterpreter",
+    "google_scholar",
+    "",
+    "x" * 300,
+    "Search",
+]
 
 
 def random_value(rng: random.Random, depth: int = 0):
@@ -34,8 +70,12 @@ def random_value(rng: random.Random, depth: int = 0):
         return "".join(rng.choice(PIECES + list("abc Angola")) for _ in range(rng.randrange(12)))
     if kind in (5, 6):
         return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {rng.choice(["name", "arguments", "query", "url", "goal", "answer", "code", "k"]): random_value(rng, depth + 1)
-            for _ in range(rng.randrange(4))}
+    return {
+        rng.choice(
+            ["name", "arguments", "query", "url", "goal", "answer", "code", "k"]
+        ): random_value(rng, depth + 1)
+        for _ in range(rng.randrange(4))
+    }
 
 
 def mutate(rng: random.Random, text: str) -> str:
@@ -45,9 +85,9 @@ def mutate(rng: random.Random, text: str) -> str:
         if op == 0:
             text = text[:i] + rng.choice(PIECES) + text[i:]
         elif op == 1:
-            text = text[:i] + text[i + rng.randrange(1, 20):]
+            text = text[:i] + text[i + rng.randrange(1, 20) :]
         elif op == 2:
-            text = text[:i] + text[i:i + 30] * rng.randrange(2, 4) + text[i + 30:]
+            text = text[:i] + text[i : i + 30] * rng.randrange(2, 4) + text[i + 30 :]
         else:
             text = text[:i]
     return text
@@ -63,7 +103,13 @@ def random_action(rng: random.Random):
         return random_value(rng)
     if kind == 4:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(50)))
-    args = random_value(rng) if rng.random() < 0.3 else {k: random_value(rng) for k in rng.sample(["query", "url", "goal", "answer", "code"], 2)}
+    args = (
+        random_value(rng)
+        if rng.random() < 0.3
+        else {
+            k: random_value(rng) for k in rng.sample(["query", "url", "goal", "answer", "code"], 2)
+        }
+    )
     call = {"name": rng.choice(NAMES), "arguments": args}
     return f"<tool_call>{json.dumps(call)}</tool_call>" if rng.random() < 0.5 else call
 
@@ -77,12 +123,18 @@ def test_thousands_of_random_actions_never_raise(sample_index: Path) -> None:
     for _ in range(3000):
         action = random_action(rng)
         obs, reward, terminated, truncated, info = env.step(action)
-        assert isinstance(obs, str) and isinstance(reward, float) and env.observation_space.contains(obs)
+        assert (
+            isinstance(obs, str)
+            and isinstance(reward, float)
+            and env.observation_space.contains(obs)
+        )
         kinds["error" if info.get("errors") else "ok"] += 1
         if terminated or truncated:
             kinds["end"] += 1
             env.reset()
-    assert min(kinds.values()) > 20, kinds  # the fuzz reached errors, working calls and episode ends
+    assert min(kinds.values()) > 20, (
+        kinds
+    )  # the fuzz reached errors, working calls and episode ends
     assert time.perf_counter() - start < 60
 
 
@@ -95,18 +147,29 @@ def test_env_and_agent_read_every_turn_the_same_way(sample_index: Path) -> None:
     tools = tool_parameters(info["tools"])
     compared = {"answer": 0, "calls": 0, "malformed": 0}
     for n in range(2500):
-        action = rng.choice(TEMPLATES) if rng.random() < 0.1 else random_action(rng)  # some well-formed turns too
+        action = (
+            rng.choice(TEMPLATES) if rng.random() < 0.1 else random_action(rng)
+        )  # some well-formed turns too
         if not isinstance(action, str):
             continue
-        episode = Episode(task_id=info["task_id"], question=question, system_prompt="s", tools=info["tools"], seed=n,
-                          budget=Budget(max_turns=2))
+        episode = Episode(
+            task_id=info["task_id"],
+            question=question,
+            system_prompt="s",
+            tools=info["tools"],
+            seed=n,
+            budget=Budget(max_turns=2),
+        )
         text = episode.add_generation(Generation(action))
         reading = parse_turn(text, tools)
         obs, _, terminated, truncated, step_info = env.step(text)
         if terminated:
             episode.finish(terminated=True, truncated=False)
             assert reading.answer == step_info["answer"]
-            assert episode.trajectory(policy="p", reward=0.0, manifest_hash="").answer == step_info["answer"]
+            assert (
+                episode.trajectory(policy="p", reward=0.0, manifest_hash="").answer
+                == step_info["answer"]
+            )
             compared["answer"] += 1
             question, info = env.reset(seed=n)
             continue

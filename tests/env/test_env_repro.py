@@ -25,7 +25,10 @@ ACTIONS = [
     call("visit", url="https://en.wikipedia.org/wiki/Apollo_8", goal="who was on the crew"),
     "<tool_call>{broken</tool_call>",
     call("scholar", query="lunar orbit"),
-    {"name": "visit", "arguments": {"url": ["Angola", "Nowhere page"], "goal": "currency and capital"}},
+    {
+        "name": "visit",
+        "arguments": {"url": ["Angola", "Nowhere page"], "goal": "currency and capital"},
+    },
     call("search", query="Aldous Huxley novel") + call("visit", url="Aldous Huxley", goal="novels"),
     "<answer>Frank Borman</answer>",
     call("search", query="aardwolf termites"),
@@ -59,7 +62,11 @@ def run_episode(env: WikiSimEnv, actions: list) -> list[str]:
 
 @pytest.fixture(scope="module")
 def actions() -> list:
-    extra = [call("python", code="import numpy as np\nprint(np.arange(5).sum() * 7)")] if python_available() else []
+    extra = (
+        [call("python", code="import numpy as np\nprint(np.arange(5).sum() * 7)")]
+        if python_available()
+        else []
+    )
     return ACTIONS[:4] + extra + ACTIONS[4:]
 
 
@@ -71,10 +78,16 @@ def test_two_runs_are_byte_identical(sample_index: Path, actions: list) -> None:
 
 
 def test_two_processes_are_byte_identical(sample_index: Path, actions: list) -> None:
-    local = hashlib.sha256(json.dumps(run_episode(WikiSimEnv(index=sample_index), actions)).encode()).hexdigest()
+    local = hashlib.sha256(
+        json.dumps(run_episode(WikiSimEnv(index=sample_index), actions)).encode()
+    ).hexdigest()
     code = SCRIPT.format(python="None")
-    out = subprocess.run([sys.executable, "-c", code, str(sample_index), json.dumps(actions)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(sample_index), json.dumps(actions)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == local
 
@@ -84,7 +97,9 @@ def _vector_stream(vec, steps: list[list]) -> list:
     stream = [tuple(obs), tuple(infos["task_id"])]
     for batch in steps:
         obs, rewards, terminated, truncated, _ = vec.step(batch)
-        stream.append((tuple(obs), tuple(float(r) for r in rewards), tuple(terminated), tuple(truncated)))
+        stream.append(
+            (tuple(obs), tuple(float(r) for r in rewards), tuple(terminated), tuple(truncated))
+        )
     vec.close()
     return stream
 

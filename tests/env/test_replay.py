@@ -24,7 +24,12 @@ def recorded(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     path = tmp_path_factory.mktemp("traj") / "episodes.jsonl"
     env = RecordEpisodes(WikiSimEnv(index=sample_index, python=False, max_turns=4), path)
     env.reset(seed=5)
-    for action in (call("search", query="Apollo 8"), "junk \ud800", b"\xff", {"name": "visit", "arguments": {"url": "Apollo 8", "goal": "crew"}}):
+    for action in (
+        call("search", query="Apollo 8"),
+        "junk \ud800",
+        b"\xff",
+        {"name": "visit", "arguments": {"url": "Apollo 8", "goal": "crew"}},
+    ):
         env.step(action)  # the 4th step is truncated by max_turns
     env.reset(options={"task_id": "aikido-founder"})
     env.step(call("visit", url="Aikido", goal="founder"))
@@ -33,13 +38,17 @@ def recorded(sample_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return path
 
 
-def test_records_hold_manifest_version_task_and_every_step(recorded: Path, sample_index: Path) -> None:
+def test_records_hold_manifest_version_task_and_every_step(
+    recorded: Path, sample_index: Path
+) -> None:
     records = read_records(recorded)
     assert [len(r.steps) for r in records] == [4, 2]
     first, second = records
     assert first.seed == 5 and second.task_id == "aikido-founder" and first.version == __version__
     assert first.manifest_hash == WikiSimEnv(index=sample_index, python=False).manifest_hash
-    assert first.steps[-1].truncated and second.steps[-1].terminated and second.steps[-1].reward == 1.0
+    assert (
+        first.steps[-1].truncated and second.steps[-1].terminated and second.steps[-1].reward == 1.0
+    )
     assert first.steps[1].action == {"text": "junk \ud800"} and "bytes_b64" in first.steps[2].action
     assert first.env["index"] == str(sample_index) and first.env["max_turns"] == 4
 
@@ -49,7 +58,9 @@ def test_replay_is_identical(recorded: Path) -> None:
     assert report.identical and (report.episodes, report.steps) == (2, 6)
 
 
-def test_a_changed_step_is_reported_with_nonzero_exit(recorded: Path, tmp_path: Path, capsys) -> None:
+def test_a_changed_step_is_reported_with_nonzero_exit(
+    recorded: Path, tmp_path: Path, capsys
+) -> None:
     lines = recorded.read_text(encoding="utf-8").splitlines()
     episode = json.loads(lines[1])
     episode["steps"][0]["observation_sha256"] = "0" * 64
@@ -57,7 +68,10 @@ def test_a_changed_step_is_reported_with_nonzero_exit(recorded: Path, tmp_path: 
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_text(lines[0] + "\n" + json.dumps(episode) + "\n", encoding="utf-8")
     report = replay(tampered)
-    assert [(d.episode, d.step, d.what) for d in report.differences] == [(1, 1, "observation"), (1, 2, "reward")]
+    assert [(d.episode, d.step, d.what) for d in report.differences] == [
+        (1, 1, "observation"),
+        (1, 2, "reward"),
+    ]
     assert main(["replay", str(tampered)]) == 1
     out = capsys.readouterr().out
     assert "episode 1 step 1: observation differs" in out and "2 difference(s)" in out
@@ -76,7 +90,12 @@ def test_a_different_index_is_reported(recorded: Path, tmp_path: Path) -> None:
 
 def test_task_set_objects_need_their_file(sample_index: Path, tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    env = RecordEpisodes(WikiSimEnv(index=sample_index, python=False, tasks=TaskSet([Task("x", "Q?", ("a",))], "mine")), path)
+    env = RecordEpisodes(
+        WikiSimEnv(
+            index=sample_index, python=False, tasks=TaskSet([Task("x", "Q?", ("a",))], "mine")
+        ),
+        path,
+    )
     env.reset(seed=0)
     env.close()
     with pytest.raises(TaskError, match="pass its file with --tasks"):

@@ -45,14 +45,28 @@ class _ChatServer(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        type(self).requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         prompt = body["messages"][-1]["content"]
         golds = prompt.split("Gold answers: ")[1].split("\n")[0].split(" | ")
         pred = prompt.split("Predicted answer: ")[1].split("\n")[0]
         verdict = "CORRECT" if any(g.lower() in pred.lower() for g in golds) else "INCORRECT"
-        send_json(self, {"id": "x", "object": "chat.completion", "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": verdict}}]})
+        send_json(
+            self,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": verdict},
+                    }
+                ],
+            },
+        )
 
     def log_message(self, *args) -> None:
         pass
@@ -82,7 +96,9 @@ def test_judge_over_http_is_cached(chat_server: str, tmp_path) -> None:
 
 
 def test_judge_server_down_is_a_backend_error(tmp_path) -> None:
-    client = ChatClient(ChatConfig("http://127.0.0.1:9/v1", "m", retries=1, timeout_s=2), cache=tmp_path)
+    client = ChatClient(
+        ChatConfig("http://127.0.0.1:9/v1", "m", retries=1, timeout_s=2), cache=tmp_path
+    )
     with pytest.raises(BackendError, match="check that the server is up"):
         Judge(client)("q", "a", ["a"])
 

@@ -19,13 +19,25 @@ def write(path: Path, rows: list) -> Path:
 
 
 def test_our_jsonl_keeps_extra_fields(tmp_path: Path) -> None:
-    tasks = read_jsonl(write(tmp_path / "t.jsonl", [
-        {"id": "a", "question": "Q1?", "answer": "x", "hops": 2, "source": "me"},
-        {"id": "b", "question": "Q2?", "answers": ["y", "z"], "evidence": ["https://en.wikipedia.org/wiki/Y"]},
-    ]))
+    tasks = read_jsonl(
+        write(
+            tmp_path / "t.jsonl",
+            [
+                {"id": "a", "question": "Q1?", "answer": "x", "hops": 2, "source": "me"},
+                {
+                    "id": "b",
+                    "question": "Q2?",
+                    "answers": ["y", "z"],
+                    "evidence": ["https://en.wikipedia.org/wiki/Y"],
+                },
+            ],
+        )
+    )
     assert [t.id for t in tasks] == ["a", "b"]
     assert tasks[0].answers == ("x",) and tasks[0].extra == {"hops": 2, "source": "me"}
-    assert tasks[1].answers == ("y", "z") and tasks[1].evidence == ("https://en.wikipedia.org/wiki/Y",)
+    assert tasks[1].answers == ("y", "z") and tasks[1].evidence == (
+        "https://en.wikipedia.org/wiki/Y",
+    )
     out = tmp_path / "round.jsonl"
     tasks.to_jsonl(out)
     assert [t.to_dict() for t in read_jsonl(out)] == [t.to_dict() for t in tasks]
@@ -42,7 +54,9 @@ def test_our_jsonl_keeps_extra_fields(tmp_path: Path) -> None:
         (["not an object"], "a task must be a JSON object"),
     ],
 )
-def test_bad_task_files_name_the_problem_and_line(tmp_path: Path, rows: list, expected: str) -> None:
+def test_bad_task_files_name_the_problem_and_line(
+    tmp_path: Path, rows: list, expected: str
+) -> None:
     with pytest.raises(TaskError, match=expected):
         read_jsonl(write(tmp_path / "bad.jsonl", rows))
 
@@ -66,14 +80,22 @@ def test_hotpotqa_musique_and_nq_loaders() -> None:
     assert len(hotpot) == 100
     first = hotpot[0]
     assert first.answers == ("a spirit",) and first.extra["type"] == "bridge"
-    assert first.evidence == ("https://en.wikipedia.org/wiki/Al%C3%BB", "https://en.wikipedia.org/wiki/Lilu_(mythology)")
+    assert first.evidence == (
+        "https://en.wikipedia.org/wiki/Al%C3%BB",
+        "https://en.wikipedia.org/wiki/Lilu_(mythology)",
+    )
     musique = load_tasks(QA_DIR / "musique-train-100.json")
     assert len(musique) == 100
-    assert musique[0].answers == ("G. Stanley Hall", "Stanley Hall") and musique[0].extra["hops"] == 2
+    assert (
+        musique[0].answers == ("G. Stanley Hall", "Stanley Hall") and musique[0].extra["hops"] == 2
+    )
     assert len(musique[0].evidence) == 2
     nq = load_tasks(QA_DIR / "nq-sample-16.jsonl")
     lines = (QA_DIR / "nq-sample-16.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(nq) == len([x for x in lines if x.strip()]) and nq.get("test_6").answers[0] == "Xiu Li Dai"
+    assert (
+        len(nq) == len([x for x in lines if x.strip()])
+        and nq.get("test_6").answers[0] == "Xiu Li Dai"
+    )
 
 
 def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
@@ -95,4 +117,6 @@ def test_bundled_tasks_are_answered_by_their_evidence(sample_index: Path) -> Non
             page = store.resolve(url)
             assert page is not None, f"{task.id}: evidence {url} is not in the sample"
             texts.append(page.text.lower())
-        assert any(a.lower() in t for a in task.answers for t in texts), f"{task.id}: no gold answer in its evidence"
+        assert any(a.lower() in t for a in task.answers for t in texts), (
+            f"{task.id}: no gold answer in its evidence"
+        )

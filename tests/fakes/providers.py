@@ -35,19 +35,28 @@ def _slug(text: str) -> str:
 def organic(query: str, num: int, shift: int = 0) -> list[dict[str, Any]]:
     """The fake engine's results for a query: deterministic unless shifted."""
     items = [
-        {"title": f"{query.title()} - result {i}", "link": f"https://example.org/{_slug(query)}/{i}",
-         "snippet": f"About {query}: fact number {i}.", "position": i}
+        {
+            "title": f"{query.title()} - result {i}",
+            "link": f"https://example.org/{_slug(query)}/{i}",
+            "snippet": f"About {query}: fact number {i}.",
+            "position": i,
+        }
         for i in range(1, 11)
     ]
-    items = items[shift % len(items):] + items[:shift % len(items)]
+    items = items[shift % len(items) :] + items[: shift % len(items)]
     return items[:num]
 
 
 def scholar_items(query: str, num: int) -> list[dict[str, Any]]:
     return [
-        {"title": f"A study of {query} ({i})", "link": f"https://doi.org/10.1234/{_slug(query)}.{i}",
-         "publicationInfo": f"A Author, B Writer - Journal of {query.title()}, {2000 + i} - example.org",
-         "snippet": f"We study {query}.", "year": 2000 + i, "citedBy": 10 * i}
+        {
+            "title": f"A study of {query} ({i})",
+            "link": f"https://doi.org/10.1234/{_slug(query)}.{i}",
+            "publicationInfo": f"A Author, B Writer - Journal of {query.title()}, {2000 + i} - example.org",
+            "snippet": f"We study {query}.",
+            "year": 2000 + i,
+            "citedBy": 10 * i,
+        }
         for i in range(1, min(num, 5) + 1)
     ]
 
@@ -93,7 +102,9 @@ class FakeProviders:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> FakeProviders:
         self._thread.start()
@@ -107,9 +118,14 @@ class FakeProviders:
 
     def env(self) -> dict[str, str]:
         """Environment variables that point WebBackend at this fake."""
-        return {"SERPER_API_KEY": KEY, "SERPAPI_API_KEY": KEY, "JINA_API_KEY": KEY,
-                "SERPER_BASE_URL": f"{self.url}/serper", "SERPAPI_BASE_URL": f"{self.url}/serpapi",
-                "JINA_BASE_URL": f"{self.url}/jina"}
+        return {
+            "SERPER_API_KEY": KEY,
+            "SERPAPI_API_KEY": KEY,
+            "JINA_API_KEY": KEY,
+            "SERPER_BASE_URL": f"{self.url}/serper",
+            "SERPAPI_BASE_URL": f"{self.url}/serpapi",
+            "JINA_BASE_URL": f"{self.url}/jina",
+        }
 
     def inject(self, route: str, *faults: str) -> None:
         with self._lock:
@@ -154,12 +170,19 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             try:
                 fault, n = fake._next_fault(route)
-                fake.requests[route].append({"path": parts.path, "query": parse_qs(parts.query),
-                                             "body": json.loads(body) if body else None,
-                                             "headers": dict(self.headers)})
+                fake.requests[route].append(
+                    {
+                        "path": parts.path,
+                        "query": parse_qs(parts.query),
+                        "body": json.loads(body) if body else None,
+                        "headers": dict(self.headers),
+                    }
+                )
                 if fault and self._fault(fault):
                     return
-                if route == "redirect":  # /redirect?to=URL: a 302 there (the direct fetch's address checks)
+                if (
+                    route == "redirect"
+                ):  # /redirect?to=URL: a 302 there (the direct fetch's address checks)
                     self._send(302, b"", "text/html", {"Location": parse_qs(parts.query)["to"][0]})
                     return
                 status, payload, kind = self._answer(route, parts, body, n)
@@ -179,10 +202,16 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 fake.wait(float(arg))
                 return False
             if name == "429":
-                self._send(429, json.dumps({"message": "Too many requests"}).encode(), "application/json",
-                           {"Retry-After": arg or "0"})
+                self._send(
+                    429,
+                    json.dumps({"message": "Too many requests"}).encode(),
+                    "application/json",
+                    {"Retry-After": arg or "0"},
+                )
             elif name in ("500", "503", "401"):
-                self._send(int(name), json.dumps({"message": f"fault {name}"}).encode(), "application/json")
+                self._send(
+                    int(name), json.dumps({"message": f"fault {name}"}).encode(), "application/json"
+                )
             elif name == "malformed":
                 self._send(200, b'{"organic": [{"title": "cut', "application/json")
             elif name == "truncated":
@@ -196,48 +225,95 @@ def _handler(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 raise ValueError(f"unknown fault {fault!r}")
             return True
 
-        def _answer(self, route: str, parts: Any, body: bytes | None, n: int) -> tuple[int, bytes, str]:
+        def _answer(
+            self, route: str, parts: Any, body: bytes | None, n: int
+        ) -> tuple[int, bytes, str]:
             shift = n if fake.inconsistent else 0
             if route == "serper":
                 if self.headers.get("X-API-KEY") != KEY:
-                    return 403, json.dumps({"message": "Unauthorized.", "statusCode": 403}).encode(), "application/json"
+                    return (
+                        403,
+                        json.dumps({"message": "Unauthorized.", "statusCode": 403}).encode(),
+                        "application/json",
+                    )
                 req = json.loads(body or b"{}")
-                items = (organic(req["q"], int(req.get("num", 10)), shift) if parts.path.endswith("/search")
-                         else scholar_items(req["q"], int(req.get("num", 10))))
-                return 200, json.dumps({"searchParameters": req, "organic": items}).encode(), "application/json"
+                items = (
+                    organic(req["q"], int(req.get("num", 10)), shift)
+                    if parts.path.endswith("/search")
+                    else scholar_items(req["q"], int(req.get("num", 10)))
+                )
+                return (
+                    200,
+                    json.dumps({"searchParameters": req, "organic": items}).encode(),
+                    "application/json",
+                )
             if route == "serpapi":
                 q = parse_qs(parts.query)
                 if q.get("api_key") != [KEY]:
-                    return 401, json.dumps({"error": "Invalid API key."}).encode(), "application/json"
+                    return (
+                        401,
+                        json.dumps({"error": "Invalid API key."}).encode(),
+                        "application/json",
+                    )
                 query, num = q["q"][0], int(q.get("num", ["10"])[0])
                 if q["engine"] == ["google_scholar"]:
-                    items = [{"position": i, "title": s["title"], "link": s["link"],
-                              "publication_info": {"summary": s["publicationInfo"],
-                                                   "authors": [{"name": "A Author"}, {"name": "B Writer"}]},
-                              "inline_links": {"cited_by": {"total": s["citedBy"]}}}
-                             for i, s in enumerate(scholar_items(query, num), 1)]
+                    items = [
+                        {
+                            "position": i,
+                            "title": s["title"],
+                            "link": s["link"],
+                            "publication_info": {
+                                "summary": s["publicationInfo"],
+                                "authors": [{"name": "A Author"}, {"name": "B Writer"}],
+                            },
+                            "inline_links": {"cited_by": {"total": s["citedBy"]}},
+                        }
+                        for i, s in enumerate(scholar_items(query, num), 1)
+                    ]
                 else:
                     items = organic(query, num, shift)
                 payload = {"search_metadata": {"status": "Success"}, "organic_results": items}
                 return 200, json.dumps(payload).encode(), "application/json"
             if route == "jina":
                 if self.headers.get("Authorization") != f"Bearer {KEY}":
-                    return 401, json.dumps({"code": 401, "message": "Invalid API key"}).encode(), "application/json"
-                target = parts.path[len("/jina/"):]
+                    return (
+                        401,
+                        json.dumps({"code": 401, "message": "Invalid API key"}).encode(),
+                        "application/json",
+                    )
+                target = parts.path[len("/jina/") :]
                 if "missing" in target:
-                    msg = {"code": 422, "name": "AssertionFailureError", "message": f"Failed to goto {target}"}
+                    msg = {
+                        "code": 422,
+                        "name": "AssertionFailureError",
+                        "message": f"Failed to goto {target}",
+                    }
                     return 422, json.dumps(msg).encode(), "application/json"
                 title = target.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
                 data = {"title": title, "url": target, "content": PAGE_MD.format(title=title)}
-                return 200, json.dumps({"code": 200, "status": 20000, "data": data}).encode(), "application/json"
+                return (
+                    200,
+                    json.dumps({"code": 200, "status": 20000, "data": data}).encode(),
+                    "application/json",
+                )
             if route == "site":
-                name = parts.path[len("/site/"):]
+                name = parts.path[len("/site/") :]
                 if name == "missing":
                     return 404, b"<html><body>Not found</body></html>", "text/html"
-                return 200, PAGE_HTML.format(title=name.replace("_", " ")).encode(), "text/html; charset=utf-8"
-            return 404, json.dumps({"message": f"no route {parts.path}"}).encode(), "application/json"
+                return (
+                    200,
+                    PAGE_HTML.format(title=name.replace("_", " ")).encode(),
+                    "text/html; charset=utf-8",
+                )
+            return (
+                404,
+                json.dumps({"message": f"no route {parts.path}"}).encode(),
+                "application/json",
+            )
 
-        def _send(self, status: int, payload: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, payload: bytes, kind: str, headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(payload)))

@@ -9,7 +9,9 @@ from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool
 
-TOOL_PARAMS = tool_parameters([SearchTool(None).schema, VisitTool(None).schema, ScholarTool(None).schema, AnswerTool.schema])  # type: ignore[arg-type]
+TOOL_PARAMS = tool_parameters(
+    [SearchTool(None).schema, VisitTool(None).schema, ScholarTool(None).schema, AnswerTool.schema]
+)  # type: ignore[arg-type]
 
 
 def tool_names(text: str) -> tuple[str, ...]:

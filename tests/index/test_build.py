@@ -37,7 +37,12 @@ def small(tmp_path_factory) -> tuple[Path, str]:
 
 def test_clean_build_is_complete(clean) -> None:
     out, digest = clean
-    assert sorted(p.name for p in out.iterdir()) == ["bm25s", "manifest.json", "pages.sqlite", "passages.sqlite"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bm25s",
+        "manifest.json",
+        "pages.sqlite",
+        "passages.sqlite",
+    ]
     assert not building_dir(out).exists()
     index = open_index(out)
     assert index.manifest_hash == digest
@@ -74,9 +79,21 @@ def test_killed_build_resumes_to_the_same_hash(clean, tmp_path) -> None:
     out = tmp_path / "index"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wikisim", "build", str(SAMPLE_DUMP), "--out", str(out),
-         "--no-dense", "--no-lucene", "--quiet"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "wikisim",
+            "build",
+            str(SAMPLE_DUMP),
+            "--out",
+            str(out),
+            "--no-dense",
+            "--no-lucene",
+            "--quiet",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     stage = building_dir(out) / ".stages" / "corpus.json"
     deadline = time.monotonic() + 120

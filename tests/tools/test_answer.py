@@ -8,4 +8,6 @@ from wikisim.tools.answer import AnswerTool
 def test_answer_tool() -> None:
     assert call_tool(AnswerTool(), answer=" Paris ") == "Final answer recorded: Paris"
     assert call_tool(AnswerTool(), answer="").startswith('Error: answer argument "answer" is empty')
-    assert call_tool(AnswerTool()).startswith('Error: answer is missing the required argument "answer"')
+    assert call_tool(AnswerTool()).startswith(
+        'Error: answer is missing the required argument "answer"'
+    )

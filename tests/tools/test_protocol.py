@@ -19,7 +19,10 @@ from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool
 
 PYTHON = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
-TOOLS = {t.name: t.schema["function"]["parameters"] for t in (SearchTool(None), VisitTool(None), ScholarTool(None))}
+TOOLS = {
+    t.name: t.schema["function"]["parameters"]
+    for t in (SearchTool(None), VisitTool(None), ScholarTool(None))
+}
 TOOLS["python"] = PYTHON
 TOOLS["answer"] = AnswerTool.schema["function"]["parameters"]
 
@@ -47,7 +50,11 @@ def test_closing_think_only_as_chat_templates_emit() -> None:
 
 
 def test_several_calls_run_in_order_and_bad_ones_in_place() -> None:
-    text = call("search", query="a") + "<tool_call>{oops}</tool_call>" + call("visit", url="X", goal="g")
+    text = (
+        call("search", query="a")
+        + "<tool_call>{oops}</tool_call>"
+        + call("visit", url="X", goal="g")
+    )
     parsed = parse_turn(text, TOOLS)
     assert [type(i) for i in parsed.items] == [ToolCall, CallError, ToolCall]
     assert "tool call 2 is not valid JSON" in parsed.items[1].message
@@ -81,27 +88,42 @@ def test_openai_style_string_arguments() -> None:
         ("", "the turn is empty"),
         ("   \n ", "the turn is empty"),
         ("just some prose", "no <tool_call>...</tool_call> and no <answer>"),
-        ("<tool_call>{\"name\": \"search\"", "never closed with </tool_call>"),
+        ('<tool_call>{"name": "search"', "never closed with </tool_call>"),
         ("<answer>Paris", "never closed with </answer>"),
         ("<answer>  </answer>", "<answer></answer> is empty"),
         ("<tool_call>{'name': 'search'}</tool_call>", "is not valid JSON (Expecting property name"),
         ("<tool_call>[1, 2]</tool_call>", "must be a JSON object, got an array"),
         ('<tool_call>{"arguments": {}}</tool_call>', 'has no "name"'),
         ('<tool_call>{"name": 3, "arguments": {}}</tool_call>', '"name" an integer'),
-        (call("serch", query="x"), 'unknown tool \'serch\'. Did you mean "search"?'),
+        (call("serch", query="x"), "unknown tool 'serch'. Did you mean \"search\"?"),
         ('<tool_call>{"name": "search"}</tool_call>', 'has no "arguments"'),
-        ('<tool_call>{"name": "search", "arguments": [1]}</tool_call>', '"arguments" of search must be a JSON object, got an array'),
+        (
+            '<tool_call>{"name": "search", "arguments": [1]}</tool_call>',
+            '"arguments" of search must be a JSON object, got an array',
+        ),
         (call("search"), 'search is missing the required argument "query"'),
         (call("visit", url="x"), 'visit is missing the required argument "goal"'),
-        (call("search", query=5), 'search argument "query" must be string | array of strings, got an integer (\'5\')'),
-        (call("search", query=["ok", 7]), 'search argument "query" item 1 must be string, got an integer'),
+        (
+            call("search", query=5),
+            "search argument \"query\" must be string | array of strings, got an integer ('5')",
+        ),
+        (
+            call("search", query=["ok", 7]),
+            'search argument "query" item 1 must be string, got an integer',
+        ),
         (call("search", query=[]), '"query" is an empty array'),
         (call("search", query="  "), '"query" is empty'),
         (call("search", query=["q"] * 11), '"query" has 11 items; at most 10'),
-        (call("search", q="x"), "search is missing the required argument \"query\""),
-        (call("search", query="x", querys="y"), "search got an unexpected argument 'querys'. Did you mean \"query\"?"),
+        (call("search", q="x"), 'search is missing the required argument "query"'),
+        (
+            call("search", query="x", querys="y"),
+            "search got an unexpected argument 'querys'. Did you mean \"query\"?",
+        ),
         (call("visit", url="x", goal=["g"]), 'visit argument "goal" must be string, got an array'),
-        ('<tool_call>{"name": "search", "arguments": {"query": "x"}, "id": 1}</tool_call>', "unexpected keys ['id']"),
+        (
+            '<tool_call>{"name": "search", "arguments": {"query": "x"}, "id": 1}</tool_call>',
+            "unexpected keys ['id']",
+        ),
         ("<tool_call>" + "[" * 100_000 + "</tool_call>", "not valid JSON (nested too deeply)"),
         ("x" * (MAX_ACTION_CHARS + 1), f"at most {MAX_ACTION_CHARS:,} are accepted"),
         ("ok \ud800 text", "unpaired UTF-16 surrogate"),
@@ -121,15 +143,18 @@ def test_malformed_actions_say_what_was_wrong(action, expected: str) -> None:
 def test_turn_level_errors_list_what_is_accepted() -> None:
     message = only_error("hello")
     assert "<tool_call>" in message and "<answer>" in message
-    for sig in ('search {"query": string | array of strings}', 'visit {"url": string | array of strings, "goal": string}',
-                'python {"code": string}'):
+    for sig in (
+        'search {"query": string | array of strings}',
+        'visit {"url": string | array of strings, "goal": string}',
+        'python {"code": string}',
+    ):
         assert sig in message
 
 
 def test_one_megabyte_of_junk_is_rejected_fast() -> None:
     import time
 
-    junk = ("<tool_call>{\"na" + "\x00é\u202e" * 10) * 40_000
+    junk = ('<tool_call>{"na' + "\x00é\u202e" * 10) * 40_000
     start = time.perf_counter()
     assert "characters long" in only_error(junk)
     assert time.perf_counter() - start < 0.5

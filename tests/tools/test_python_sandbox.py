@@ -20,8 +20,14 @@ from wikisim.tools.python_sandbox import PythonTool, SandboxConfig, run_python
 from wikisim.tools.sandbox import cgroups, host
 from wikisim.tools.sandbox.host import run_sandboxed
 
-LIMITS = SandboxConfig(wall_seconds=2.0, cpu_seconds=1, memory_mb=512, max_processes=16,
-                       output_chars=300, drain_bytes=256 * 1024)
+LIMITS = SandboxConfig(
+    wall_seconds=2.0,
+    cpu_seconds=1,
+    memory_mb=512,
+    max_processes=16,
+    output_chars=300,
+    drain_bytes=256 * 1024,
+)
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "wikisim"  # the env's own code
 NO_FORK_ESCAPE = os.geteuid() == 0  # as root every call gets a private uid; the sweep is exact
 
@@ -35,9 +41,13 @@ def tool() -> PythonTool:
 def _nothing_left_behind() -> Iterator[None]:
     yield
     for base in {tempfile.gettempdir(), "/tmp"}:
-        assert glob.glob(f"{base}/wikisim-py-{os.getpid()}-*") == [], "a sandbox working directory was left behind"
+        assert glob.glob(f"{base}/wikisim-py-{os.getpid()}-*") == [], (
+            "a sandbox working directory was left behind"
+        )
     for _, parent, _, _ in cgroups._parents():
-        assert glob.glob(f"{parent}/wikisim-py-{os.getpid()}-*") == [], "a per-call cgroup was left behind"
+        assert glob.glob(f"{parent}/wikisim-py-{os.getpid()}-*") == [], (
+            "a per-call cgroup was left behind"
+        )
 
 
 def _live_processes_of_uid(uid: int) -> list[int]:
@@ -74,11 +84,14 @@ def landlock(tool: PythonTool) -> None:
 def _assert_no_strays(stdout: str) -> None:
     uid = _uid_printed(stdout)
     if uid == 0:
-        pytest.skip("no private uid on this host: strays cannot be told from the host's own processes")
+        pytest.skip(
+            "no private uid on this host: strays cannot be told from the host's own processes"
+        )
     assert _live_processes_of_uid(uid) == []
 
 
 # --- normal use -------------------------------------------------------------------------------
+
 
 def test_schema_and_protocol(tool: PythonTool) -> None:
     assert isinstance(tool, Tool)
@@ -109,10 +122,12 @@ def test_numpy_importable(tool: PythonTool) -> None:
 
 
 def test_stdout_stderr_and_exception_format(tool: PythonTool) -> None:
-    code = "import sys\nprint('out')\nprint('err', file=sys.stderr)\nraise ValueError('bad value')\n"
+    code = (
+        "import sys\nprint('out')\nprint('err', file=sys.stderr)\nraise ValueError('bad value')\n"
+    )
     assert call_tool(tool, code=code) == (
         "[stdout]\nout\n[stderr]\nerr\n[error]\nTraceback (most recent call last):\n"
-        '  File "<code>", line 4, in <module>\n    raise ValueError(\'bad value\')\n'
+        "  File \"<code>\", line 4, in <module>\n    raise ValueError('bad value')\n"
         "ValueError: bad value"
     )
 
@@ -122,7 +137,10 @@ def test_syntax_error_and_exit_status(tool: PythonTool) -> None:
         '[error]\n  File "<code>", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax'
     )
     result = tool.run("import sys\nprint('a')\nsys.exit(3)")
-    assert result.exit_status == 3 and result.observation == "[stdout]\na\n[error]\nSystemExit: exit status 3"
+    assert (
+        result.exit_status == 3
+        and result.observation == "[stdout]\na\n[error]\nSystemExit: exit status 3"
+    )
     assert call_tool(tool, code="import os\nos._exit(4)") == "[exit status 4]"
     assert call_tool(tool, code="x = 1").startswith("[no output]")
 
@@ -130,7 +148,9 @@ def test_syntax_error_and_exit_status(tool: PythonTool) -> None:
 def test_truncation_marker(tool: PythonTool) -> None:
     result = tool.run("print('x' * 1000)\nimport sys\nprint('y' * 1000, file=sys.stderr)")
     assert result.stdout_truncated and result.stderr_truncated and result.exit_status == 0
-    assert result.stdout.startswith("x" * 300 + "\n[... stdout truncated: showing the first 300 characters")
+    assert result.stdout.startswith(
+        "x" * 300 + "\n[... stdout truncated: showing the first 300 characters"
+    )
     assert "y" * 301 not in result.stderr
     short = tool.run("print('x' * 100)")
     assert not short.stdout_truncated and short.stdout == "x" * 100 + "\n"
@@ -155,7 +175,10 @@ def test_deterministic_observation(tool: PythonTool) -> None:
 
 
 def test_each_call_is_a_fresh_process_state(tool: PythonTool) -> None:
-    assert call_tool(tool, code="open('state.txt', 'w').write('1')\nx = 5\nprint('ok')") == "[stdout]\nok"
+    assert (
+        call_tool(tool, code="open('state.txt', 'w').write('1')\nx = 5\nprint('ok')")
+        == "[stdout]\nok"
+    )
     second = tool.run("import os\nprint(os.path.exists('state.txt'), 'x' in globals())")
     assert second.stdout == "False False\n"
 
@@ -172,15 +195,21 @@ def test_environment_is_stripped(tool: PythonTool) -> None:
 
 # --- bad calls --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("arguments", "expected"), [
-    ({}, 'missing the required argument "code"'),
-    ({"code": 42}, "must be string, got an integer"),
-    ({"code": None}, "must be string, got null"),
-    ({"code": ["print(1)"]}, "must be string, got an array"),
-    ({"code": "   "}, "is empty"),
-    ({"code": "print(1)", "timeout": 5}, "unexpected argument 'timeout'"),
-])
-def test_bad_arguments_return_an_observation(tool: PythonTool, arguments: dict, expected: str) -> None:
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, 'missing the required argument "code"'),
+        ({"code": 42}, "must be string, got an integer"),
+        ({"code": None}, "must be string, got null"),
+        ({"code": ["print(1)"]}, "must be string, got an array"),
+        ({"code": "   "}, "is empty"),
+        ({"code": "print(1)", "timeout": 5}, "unexpected argument 'timeout'"),
+    ],
+)
+def test_bad_arguments_return_an_observation(
+    tool: PythonTool, arguments: dict, expected: str
+) -> None:
     observation = call_tool(tool, **arguments)
     assert observation.startswith("Error: ") and expected in observation
     assert 'Usage: python {"code": string}' in observation
@@ -203,10 +232,19 @@ def test_surrogates_in_code_do_not_raise(tool: PythonTool) -> None:
     observation.encode("utf-8")  # the observation itself is valid UTF-8
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("wall_seconds", 0), ("cpu_seconds", 0), ("memory_mb", 1), ("max_processes", 0),
-    ("output_chars", 5), ("cpu_seconds", 1.5), ("memory_mb", True), ("wall_seconds", "2"),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("wall_seconds", 0),
+        ("cpu_seconds", 0),
+        ("memory_mb", 1),
+        ("max_processes", 0),
+        ("output_chars", 5),
+        ("cpu_seconds", 1.5),
+        ("memory_mb", True),
+        ("wall_seconds", "2"),
+    ],
+)
 def test_config_is_validated(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=field):
         SandboxConfig(**{field: value})
@@ -220,7 +258,9 @@ PRINT_UID = "import os\nprint(f'uid={os.getuid()}', flush=True)\n"
 
 
 def test_infinite_loop_hits_the_cpu_limit() -> None:
-    roomy_wall = PythonTool(SandboxConfig(wall_seconds=15, cpu_seconds=1))  # 1 CPU-second even on a busy host
+    roomy_wall = PythonTool(
+        SandboxConfig(wall_seconds=15, cpu_seconds=1)
+    )  # 1 CPU-second even on a busy host
     result = roomy_wall.run(PRINT_UID + "while True:\n    pass")
     assert result.killed_reason == "cpu_limit" and not result.timed_out
     assert "CPU limit of 1 s" in result.observation
@@ -231,15 +271,20 @@ def test_sleeping_code_hits_the_wall_clock(tool: PythonTool) -> None:
     start = time.monotonic()
     result = tool.run(PRINT_UID + "import time\ntime.sleep(60)")
     assert time.monotonic() - start < 4
-    assert result.timed_out and result.killed_reason == "wall_clock_limit" and result.exit_status == -9
+    assert (
+        result.timed_out and result.killed_reason == "wall_clock_limit" and result.exit_status == -9
+    )
     assert "wall-clock limit of 2 s" in result.observation
     _assert_no_strays(result.stdout)
 
 
-@pytest.mark.parametrize("body", [
-    "while True:\n    os.fork()",  # stops at the process cap with BlockingIOError
-    "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass",  # spins until killed
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "while True:\n    os.fork()",  # stops at the process cap with BlockingIOError
+        "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass",  # spins until killed
+    ],
+)
 def test_fork_bomb_is_contained(tool: PythonTool, body: str) -> None:
     result = tool.run(PRINT_UID + body)
     assert result.timed_out or "BlockingIOError" in (result.error or "")
@@ -250,7 +295,10 @@ def test_allocating_20_gb_fails_inside(tool: PythonTool) -> None:
     result = tool.run("x = bytearray(20 * 10**9)")
     assert "MemoryError" in result.observation and "caps memory" in result.observation
     numpy_result = tool.run("import numpy as np\nx = np.ones(20 * 10**9 // 8)")
-    assert "MemoryError" in numpy_result.observation or "Unable to allocate" in numpy_result.observation
+    assert (
+        "MemoryError" in numpy_result.observation
+        or "Unable to allocate" in numpy_result.observation
+    )
 
 
 def test_memory_cap_covers_the_whole_process_tree() -> None:
@@ -265,18 +313,31 @@ def test_memory_cap_covers_the_whole_process_tree() -> None:
     if result.memory_cap != "cgroup":
         pytest.skip("no memory cgroup on this host: RLIMIT_AS caps each process only")
     statuses = re.search(r"statuses \[(.*)\]", result.stdout)
-    assert statuses and "-9" in statuses.group(1), result.observation  # 800 MB > 512 MB: the kernel killed some
+    assert statuses and "-9" in statuses.group(1), (
+        result.observation
+    )  # 800 MB > 512 MB: the kernel killed some
     _assert_no_strays(result.stdout)
 
 
 @pytest.mark.usefixtures("landlock")
 def test_cannot_write_outside_the_working_directory(tool: PythonTool, tmp_path: Path) -> None:
-    targets = [tmp_path / "planted.txt", PACKAGE_DIR / "planted.txt", Path("/tmp/planted-by-sandbox")]
+    targets = [
+        tmp_path / "planted.txt",
+        PACKAGE_DIR / "planted.txt",
+        Path("/tmp/planted-by-sandbox"),
+    ]
     for target in targets:
         result = tool.run(f"open({str(target)!r}, 'w').write('pwned')")
-        assert "PermissionError" in result.observation or "FileNotFoundError" in result.observation, target
+        assert (
+            "PermissionError" in result.observation or "FileNotFoundError" in result.observation
+        ), target
         assert not target.exists()
-    assert call_tool(tool, code="open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())") == "[stdout]\nok"
+    assert (
+        call_tool(
+            tool, code="open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())"
+        )
+        == "[stdout]\nok"
+    )
 
 
 @pytest.mark.usefixtures("landlock")
@@ -285,26 +346,39 @@ def test_cannot_read_the_envs_own_files(tool: PythonTool, tmp_path: Path) -> Non
     index_file.parent.mkdir()
     index_file.write_text('{"secret": "index-content-7731"}')
     # Landlock refuses it, or (a checkout under /tmp) the private /tmp hides it
-    assert re.search(r"PermissionError|FileNotFoundError", call_tool(tool, code=f"open({str(PACKAGE_DIR / '__init__.py')!r}).read()"))
+    assert re.search(
+        r"PermissionError|FileNotFoundError",
+        call_tool(tool, code=f"open({str(PACKAGE_DIR / '__init__.py')!r}).read()"),
+    )
     for target in (PACKAGE_DIR / "__init__.py", PACKAGE_DIR, index_file, index_file.parent):
-        result = tool.run(f"import os\np = {str(target)!r}\nprint(os.listdir(p) if os.path.isdir(p) else open(p).read())")
+        result = tool.run(
+            f"import os\np = {str(target)!r}\nprint(os.listdir(p) if os.path.isdir(p) else open(p).read())"
+        )
         # PermissionError from Landlock, or FileNotFoundError where a private /tmp hides the host's
-        assert re.search(r"PermissionError|FileNotFoundError", result.observation), (target, result.observation)
+        assert re.search(r"PermissionError|FileNotFoundError", result.observation), (
+            target,
+            result.observation,
+        )
         assert "index-content-7731" not in result.stdout and "__version__" not in result.stdout
 
 
-@pytest.mark.parametrize("code", [
-    "print(open('/proc/1/root{init}').read())",
-    "import os\nprint(open(f'/proc/{{os.getppid()}}/cwd/wikisim/__init__.py').read())",
-    "import os\nprint(open(f'/proc/{{os.getppid()}}/environ').read())",
-    "import os\nos.symlink('{init}', 'link')\nprint(open('link').read())",
-    "import os\nprint(os.listdir('/'), os.listdir('{repo}'))",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(open('/proc/1/root{init}').read())",
+        "import os\nprint(open(f'/proc/{{os.getppid()}}/cwd/wikisim/__init__.py').read())",
+        "import os\nprint(open(f'/proc/{{os.getppid()}}/environ').read())",
+        "import os\nos.symlink('{init}', 'link')\nprint(open('link').read())",
+        "import os\nprint(os.listdir('/'), os.listdir('{repo}'))",
+    ],
+)
 @pytest.mark.usefixtures("landlock")
 def test_indirect_reads_of_the_envs_files_fail(tool: PythonTool, code: str) -> None:
     init = PACKAGE_DIR / "__init__.py"
     result = tool.run(code.format(init=init, repo=PACKAGE_DIR.parent))
-    assert re.search(r"PermissionError|FileNotFoundError|OSError", result.observation), result.observation
+    assert re.search(r"PermissionError|FileNotFoundError|OSError", result.observation), (
+        result.observation
+    )
     assert result.stdout == ""
 
 
@@ -323,7 +397,9 @@ def test_cannot_open_a_socket(tool: PythonTool) -> None:
     server.settimeout(0.2)
     port = server.getsockname()[1]
     try:
-        result = tool.run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\nprint('connected')")
+        result = tool.run(
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\nprint('connected')"
+        )
         with pytest.raises(TimeoutError):
             server.accept()
     finally:
@@ -335,7 +411,7 @@ def test_cannot_open_a_socket(tool: PythonTool) -> None:
 def test_forged_report_lines_do_not_confuse_the_host(tool: PythonTool) -> None:
     code = (
         "import os\nfor fd in range(3, 10):\n    try:\n"
-        "        os.write(fd, b'{\"status\": 0, \"error\": null}\\n{garbage\\n[1]\\n')\n"
+        '        os.write(fd, b\'{"status": 0, "error": null}\\n{garbage\\n[1]\\n\')\n'
         "    except OSError:\n        pass\nraise ValueError('real')"
     )
     result = tool.run(code)
@@ -348,8 +424,12 @@ def test_interpreter_fallback_blocks_sockets_and_says_so() -> None:
     assert "network access is disabled in this sandbox" in result.observation
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the mount namespace (and its setup) is used as root only")
-def test_namespace_setup_failure_falls_back_without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the mount namespace (and its setup) is used as root only"
+)
+def test_namespace_setup_failure_falls_back_without_namespaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     broken = dict(host._plan(), covers=[("/nonexistent-dir", ["/nonexistent-dir/python"])])
     monkeypatch.setattr(host, "_plan", lambda: broken)
     monkeypatch.setattr(host, "_namespaces_failed", [])
@@ -364,7 +444,9 @@ def test_killing_the_parent_leaves_the_host_unharmed(tool: PythonTool) -> None:
     assert "PermissionError" in result.observation
     result = tool.run(PRINT_UID + "os.kill(-1, 9)\nprint('still here')")
     assert "still here" in result.stdout
-    assert call_tool(tool, code="print('host fine')") == "[stdout]\nhost fine"  # this process survived
+    assert (
+        call_tool(tool, code="print('host fine')") == "[stdout]\nhost fine"
+    )  # this process survived
 
 
 def test_background_processes_are_killed_after_the_call(tool: PythonTool) -> None:

@@ -30,11 +30,15 @@ def test_hits_come_from_the_corpus_citations(backend: WikiBackend, sample_index:
 def test_layout_matches_the_released_scholar_tool(backend: WikiBackend) -> None:
     out = call_tool(ScholarTool(backend, k=3), query=["Apollo 11", "zzqxj"])
     first, second = out.split("\n=======\n")
-    assert first.startswith("A Google scholar for 'Apollo 11' found 3 results:\n\n## Scholar Results\n1. [")
+    assert first.startswith(
+        "A Google scholar for 'Apollo 11' found 3 results:\n\n## Scholar Results\n1. ["
+    )
     assert "citedBy: 1 page(s): https://en.wikipedia.org/wiki/Apollo_11" in first
     assert "Date published: " in first
     assert second == "No results found for 'zzqxj'. Try with a more general query."
 
 
 def test_bad_call(backend: WikiBackend) -> None:
-    assert call_tool(ScholarTool(backend), query=[]).startswith('Error: scholar argument "query" is an empty array')
+    assert call_tool(ScholarTool(backend), query=[]).startswith(
+        'Error: scholar argument "query" is an empty array'
+    )

@@ -22,8 +22,12 @@ def backend(sample_index: Path) -> WikiBackend:
 
 def test_layout_matches_the_released_search_tool(backend: WikiBackend) -> None:
     out = call_tool(SearchTool(backend), query="capital of Angola")
-    assert out.startswith("A Google search for 'capital of Angola' found 10 results:\n\n## Web Results\n1. [Angola](https://en.wikipedia.org/wiki/Angola)\n\n")
-    items = re.findall(r"^(\d+)\. \[(.*?)\]\((https://en\.wikipedia\.org/wiki/\S+)\)$", out, flags=re.M)
+    assert out.startswith(
+        "A Google search for 'capital of Angola' found 10 results:\n\n## Web Results\n1. [Angola](https://en.wikipedia.org/wiki/Angola)\n\n"
+    )
+    items = re.findall(
+        r"^(\d+)\. \[(.*?)\]\((https://en\.wikipedia\.org/wiki/\S+)\)$", out, flags=re.M
+    )
     assert [int(n) for n, _, _ in items] == list(range(1, 11))
     assert len({u for _, _, u in items}) == 10  # one result per page, as a web engine lists them
     assert "The capital and largest city of Angola is Luanda" in out  # the snippet is query-focused
@@ -37,27 +41,40 @@ def test_several_queries_in_one_call(backend: WikiBackend) -> None:
 
 
 def test_no_results(backend: WikiBackend) -> None:
-    assert call_tool(SearchTool(backend), query="zzqxj") == "No results found for 'zzqxj'. Try with a more general query."
+    assert (
+        call_tool(SearchTool(backend), query="zzqxj")
+        == "No results found for 'zzqxj'. Try with a more general query."
+    )
 
 
 @pytest.mark.parametrize(
     ("arguments", "expected"),
-    [({}, 'missing the required argument "query"'), ({"query": 3}, "must be string | array of strings"),
-     ({"query": ["ok", ""]}, "item 1 is empty"), ({"query": "x", "k": 3}, "unexpected argument 'k'")],
+    [
+        ({}, 'missing the required argument "query"'),
+        ({"query": 3}, "must be string | array of strings"),
+        ({"query": ["ok", ""]}, "item 1 is empty"),
+        ({"query": "x", "k": 3}, "unexpected argument 'k'"),
+    ],
 )
 def test_bad_calls_return_errors(backend: WikiBackend, arguments: dict, expected: str) -> None:
     out = call_tool(SearchTool(backend), **arguments)
     assert out.startswith("Error: search") and expected in out
 
 
-def test_backend_is_a_backend_and_results_are_stable(backend: WikiBackend, sample_index: Path) -> None:
+def test_backend_is_a_backend_and_results_are_stable(
+    backend: WikiBackend, sample_index: Path
+) -> None:
     assert isinstance(backend, Backend) and backend.manifest_hash
     again = WikiBackend(sample_index)
-    assert backend.search(["Huxley", "alkali metal"], 10) == again.search(["Huxley", "alkali metal"], 10)
+    assert backend.search(["Huxley", "alkali metal"], 10) == again.search(
+        ["Huxley", "alkali metal"], 10
+    )
 
 
 def test_make_backend(sample_index: Path) -> None:
-    assert isinstance(make_backend("wiki", index=sample_index).wiki, WikiBackend)  # behind the executor
+    assert isinstance(
+        make_backend("wiki", index=sample_index).wiki, WikiBackend
+    )  # behind the executor
     with pytest.raises(ConfigError, match="unknown backend 'bing'"):
         make_backend("bing")
     with pytest.raises(ConfigError, match="retriever must be one of"):
@@ -68,4 +85,6 @@ def test_hybrid_retriever_serves_the_same_tool(sample_index: Path) -> None:
     """Any RankedRetriever works (Lucene too; its JVM start is left to the index tests)."""
     backend = WikiBackend(sample_index, retriever="hybrid")
     out = call_tool(SearchTool(backend, k=5), query="Apollo 8 lunar orbit Frank Borman")
-    assert "found 5 results" in out and "1. [Apollo 8](https://en.wikipedia.org/wiki/Apollo_8)" in out
+    assert (
+        "found 5 results" in out and "1. [Apollo 8](https://en.wikipedia.org/wiki/Apollo_8)" in out
+    )

@@ -70,7 +70,9 @@ def normalize_text(text: str) -> str:
 
 def cache_key(namespace: str, tool: str, args: dict[str, Any]) -> str:
     """A stable digest of (who answers, which tool, normalised arguments)."""
-    blob = json.dumps([namespace, tool, args], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    blob = json.dumps(
+        [namespace, tool, args], sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -102,7 +104,9 @@ class ToolCache:
         busy_timeout_s: how long a writer waits for another process' lock.
     """
 
-    def __init__(self, path: str | Path, mode: CacheMode = "read-write", busy_timeout_s: float = 30.0):
+    def __init__(
+        self, path: str | Path, mode: CacheMode = "read-write", busy_timeout_s: float = 30.0
+    ):
         if mode not in CACHE_MODES:
             raise ConfigError(f"cache mode {mode!r} is not one of {CACHE_MODES}")
         if busy_timeout_s <= 0:
@@ -125,8 +129,9 @@ class ToolCache:
             return conn
         if self.mode == "read-write":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
         if self.mode == "read-write":
             conn.execute("PRAGMA journal_mode=WAL")
@@ -139,13 +144,18 @@ class ToolCache:
         """The recorded answer, or None. Read-write mode skips degraded answers (retry live)."""
         if self.mode == "off":
             return None
-        row = self._conn().execute("SELECT value, degraded FROM entries WHERE key=?", (key,)).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT value, degraded FROM entries WHERE key=?", (key,))
+            .fetchone()
+        )
         if row is None or (row[1] and self.mode == "read-write"):
             return None
         return CacheEntry(decode(tool, json.loads(row[0])), bool(row[1]))
 
-    def put(self, key: str, namespace: str, tool: str, args: dict[str, Any], value: Any,
-            degraded: bool) -> CacheEntry:
+    def put(
+        self, key: str, namespace: str, tool: str, args: dict[str, Any], value: Any, degraded: bool
+    ) -> CacheEntry:
         """Record an answer; returns what the file holds afterwards (the first good answer wins).
 
         A good answer replaces a degraded one; nothing replaces a good one.

@@ -81,10 +81,14 @@ class ToolPolicy:
 
     def __post_init__(self) -> None:
         checks = {
-            "concurrency": self.concurrency >= 1, "burst": self.burst >= 1,
-            "timeout_s": self.timeout_s > 0, "max_attempts": self.max_attempts >= 1,
-            "backoff_base_s": self.backoff_base_s >= 0, "backoff_max_s": self.backoff_max_s >= 0,
-            "jitter": 0 <= self.jitter <= 1, "breaker_failures": self.breaker_failures >= 1,
+            "concurrency": self.concurrency >= 1,
+            "burst": self.burst >= 1,
+            "timeout_s": self.timeout_s > 0,
+            "max_attempts": self.max_attempts >= 1,
+            "backoff_base_s": self.backoff_base_s >= 0,
+            "backoff_max_s": self.backoff_max_s >= 0,
+            "jitter": 0 <= self.jitter <= 1,
+            "breaker_failures": self.breaker_failures >= 1,
             "breaker_reset_s": self.breaker_reset_s >= 0,
             "qps": self.qps is None or self.qps > 0,
         }
@@ -203,13 +207,21 @@ class Executor:
             (False: for a local backend whose answers and error messages the env shows as-is).
     """
 
-    def __init__(self, providers: Any, config: ExecutorConfig | None = None,
-                 cache: ToolCache | None = None, name: str = "", sleep: Callable[[float], None] = time.sleep,
-                 normalize: bool = True):
+    def __init__(
+        self,
+        providers: Any,
+        config: ExecutorConfig | None = None,
+        cache: ToolCache | None = None,
+        name: str = "",
+        sleep: Callable[[float], None] = time.sleep,
+        normalize: bool = True,
+    ):
         chains = providers if isinstance(providers, Mapping) else dict.fromkeys(TOOLS, (providers,))
         unknown = set(chains) - set(TOOLS)
         if unknown:
-            raise ConfigError(f"unknown tools {sorted(unknown)} in providers; expected some of {TOOLS}")
+            raise ConfigError(
+                f"unknown tools {sorted(unknown)} in providers; expected some of {TOOLS}"
+            )
         self.chains: dict[str, tuple[Any, ...]] = {t: tuple(chains.get(t, ())) for t in TOOLS}
         for tool, chain in self.chains.items():
             for p in chain:
@@ -222,16 +234,25 @@ class Executor:
         self.name = name or getattr(first, "name", "executor")
         self.manifest_hash = getattr(first, "manifest_hash", "")
         self._manifest: Mapping[str, Any] = {}
-        self._namespace = {t: f"{self.name}@{self.manifest_hash}:" + ",".join(p.name for p in c)
-                           for t, c in self.chains.items()}
+        self._namespace = {
+            t: f"{self.name}@{self.manifest_hash}:" + ",".join(p.name for p in c)
+            for t, c in self.chains.items()
+        }
         self._sleep = sleep
         self._rng = random.Random(self.config.seed)
         self._rng_lock = threading.Lock()
-        self._slots = {t: threading.BoundedSemaphore(self.config.policy(t).concurrency) for t in TOOLS}
-        self._buckets = {t: TokenBucket(p.qps, p.burst) for t in TOOLS if (p := self.config.policy(t)).qps}
+        self._slots = {
+            t: threading.BoundedSemaphore(self.config.policy(t).concurrency) for t in TOOLS
+        }
+        self._buckets = {
+            t: TokenBucket(p.qps, p.burst) for t in TOOLS if (p := self.config.policy(t)).qps
+        }
         self._breakers = {
-            (t, p.name): CircuitBreaker(self.config.policy(t).breaker_failures, self.config.policy(t).breaker_reset_s)
-            for t, chain in self.chains.items() for p in chain
+            (t, p.name): CircuitBreaker(
+                self.config.policy(t).breaker_failures, self.config.policy(t).breaker_reset_s
+            )
+            for t, chain in self.chains.items()
+            for p in chain
         }
         self._local = threading.local()
         self._stats: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -294,9 +315,13 @@ class Executor:
                     raise ToolCallError(f"{tool} query {i} is empty or not a string: {q!r}")
             queries = [normalize_text(q) for q in queries]
         args = [{"query": q, "k": k} for q in queries]
-        return self._cached(tool, args, lambda p, todo: getattr(p, tool)([a["query"] for a in todo], k))
+        return self._cached(
+            tool, args, lambda p, todo: getattr(p, tool)([a["query"] for a in todo], k)
+        )
 
-    def _cached(self, tool: str, args: list[dict[str, Any]], run: Callable[[Any, list], list]) -> list:
+    def _cached(
+        self, tool: str, args: list[dict[str, Any]], run: Callable[[Any, list], list]
+    ) -> list:
         """Serve each item from the cache or, for the misses together, from the provider chain."""
         results: list[Any] = [None] * len(args)
         todo = list(range(len(args)))
@@ -317,34 +342,49 @@ class Executor:
         values, degraded = self._live(tool, [args[i] for i in todo], run)
         for i, value in zip(todo, values, strict=True):
             if self.cache is not None:
-                value = self.cache.put(keys[i], self._namespace[tool], tool, args[i], value, degraded).value
+                value = self.cache.put(
+                    keys[i], self._namespace[tool], tool, args[i], value, degraded
+                ).value
             results[i] = value
         return results
 
-    def _live(self, tool: str, todo: list[dict[str, Any]], run: Callable[[Any, list], list]) -> tuple[list, bool]:
+    def _live(
+        self, tool: str, todo: list[dict[str, Any]], run: Callable[[Any, list], list]
+    ) -> tuple[list, bool]:
         policy = self.config.policy(tool)
         attempts: list[Attempt] = []
         for n, provider in enumerate(self.chains[tool]):
             tries = [0]
             try:
-                values = self._retrying(tool, provider, policy, functools.partial(run, provider, todo), tries)
+                values = self._retrying(
+                    tool, provider, policy, functools.partial(run, provider, todo), tries
+                )
                 if len(values) != len(todo):
-                    raise BackendError(f"{provider.name} answered {len(values)} results for {len(todo)} requests")
+                    raise BackendError(
+                        f"{provider.name} answered {len(values)} results for {len(todo)} requests"
+                    )
             except (ToolCallError, ConfigError, CacheMissError):
                 raise  # the caller's mistake or a diverged replay: no provider can fix it
             except Exception as e:  # noqa: BLE001 - any provider failure moves on down the chain
                 attempts.append(Attempt(provider.name, tries[0], _short(e)))
                 continue
             attempts.append(Attempt(provider.name, tries[0], ""))
-            self._record(CallRecord(tool, "fallback" if n else "live", provider.name, tuple(attempts)))
+            self._record(
+                CallRecord(tool, "fallback" if n else "live", provider.name, tuple(attempts))
+            )
             return values, False
         self._record(CallRecord(tool, "degraded", "", tuple(attempts)))
-        reasons = "; ".join(f"{a.provider}: {a.error} ({a.tries} tries)" for a in attempts) or "no provider configured"
+        reasons = (
+            "; ".join(f"{a.provider}: {a.error} ({a.tries} tries)" for a in attempts)
+            or "no provider configured"
+        )
         if not policy.degrade:
             raise BackendError(f"{tool} failed on every provider: {reasons}")
         return [_unavailable(tool, a, reasons) for a in todo], True
 
-    def _retrying(self, tool: str, provider: Any, policy: ToolPolicy, fn: Callable[[], list], tries: list[int]) -> list:
+    def _retrying(
+        self, tool: str, provider: Any, policy: ToolPolicy, fn: Callable[[], list], tries: list[int]
+    ) -> list:
         breaker = self._breakers[(tool, provider.name)]
         bucket = self._buckets.get(tool)
 
@@ -368,19 +408,24 @@ class Executor:
             breaker.record(True)
             return out
 
-        if policy.max_attempts == 1:  # nothing to retry: skip tenacity's bookkeeping, most of a call's overhead
+        if (
+            policy.max_attempts == 1
+        ):  # nothing to retry: skip tenacity's bookkeeping, most of a call's overhead
             return attempt()
 
         def retryable(e: BaseException) -> bool:
             retry_after = getattr(e, "retry_after", None)
-            return isinstance(e, TransientBackendError) and (retry_after is None or retry_after <= policy.backoff_max_s)
+            return isinstance(e, TransientBackendError) and (
+                retry_after is None or retry_after <= policy.backoff_max_s
+            )
 
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(policy.max_attempts),
             wait=lambda state: self._wait(policy, state),
             retry=tenacity.retry_if_exception(retryable),
             before_sleep=lambda state: self._count(tool, "retries"),
-            sleep=self._sleep, reraise=True,
+            sleep=self._sleep,
+            reraise=True,
         )
         return retrying(attempt)
 
@@ -412,6 +457,24 @@ def _unavailable(tool: str, args: dict[str, Any], reasons: str) -> Any:
     if tool == "visit":
         return PageView(url=args["url"], title=f"[{tool} unavailable]", found=False, extract=note)
     if tool == "search":
-        return [Hit(docid=UNAVAILABLE_DOCID, title=f"[{tool} unavailable]", url="", snippet=note, score=0.0)]
-    return [ScholarHit(title=f"[{tool} unavailable] {note}", authors=(), year=None, venue="", doi="", url="",
-                       cited_by=(), score=0.0)]
+        return [
+            Hit(
+                docid=UNAVAILABLE_DOCID,
+                title=f"[{tool} unavailable]",
+                url="",
+                snippet=note,
+                score=0.0,
+            )
+        ]
+    return [
+        ScholarHit(
+            title=f"[{tool} unavailable] {note}",
+            authors=(),
+            year=None,
+            venue="",
+            doi="",
+            url="",
+            cited_by=(),
+            score=0.0,
+        )
+    ]

@@ -51,7 +51,9 @@ class LeadExtractor:
     def __init__(self, lead_share: float = 0.35, cache_pages: int = 256) -> None:
         self.lead_share = lead_share
         self.cache_pages = cache_pages
-        self._models: OrderedDict[tuple[str, int], SmallBM25] = OrderedDict()  # analysing a page costs more than ranking it
+        self._models: OrderedDict[tuple[str, int], SmallBM25] = (
+            OrderedDict()
+        )  # analysing a page costs more than ranking it
 
     def _model(self, passages: Sequence[Passage]) -> SmallBM25:
         key = (passages[0].docid, len(passages))
@@ -61,7 +63,9 @@ class LeadExtractor:
             self._models.popitem(last=False)
         return model
 
-    def select(self, passages: Sequence[Passage], goal: str, max_tokens: int) -> list[tuple[Passage, str]]:
+    def select(
+        self, passages: Sequence[Passage], goal: str, max_tokens: int
+    ) -> list[tuple[Passage, str]]:
         if not passages:
             return []
         budget = max_tokens - count_tokens(passages[0].title) - 2
@@ -111,14 +115,20 @@ paragraph that answers the goal as far as the page allows)."""
 class LLMExtractor:
     """An LLM summariser over the page's text; unparsable replies fall back to `fallback`."""
 
-    def __init__(self, client: ChatClient, max_input_tokens: int = 6000, fallback: Extractor | None = None) -> None:
+    def __init__(
+        self, client: ChatClient, max_input_tokens: int = 6000, fallback: Extractor | None = None
+    ) -> None:
         self.client = client
         self.max_input_tokens = max_input_tokens
         self.fallback = fallback or LeadExtractor()
 
     def __call__(self, page: Page, passages: Sequence[Passage], goal: str, max_tokens: int) -> str:
-        content = cut_to_tokens(_layout(page, [(p, p.text) for p in passages]), self.max_input_tokens)
-        reply = self.client.complete([{"role": "user", "content": _PROMPT.format(content=content, goal=goal)}])
+        content = cut_to_tokens(
+            _layout(page, [(p, p.text) for p in passages]), self.max_input_tokens
+        )
+        reply = self.client.complete(
+            [{"role": "user", "content": _PROMPT.format(content=content, goal=goal)}]
+        )
         match = re.search(r"\{.*\}", reply, flags=re.S)
         try:
             data = json.loads(match.group(0)) if match else None
@@ -126,7 +136,14 @@ class LLMExtractor:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("evidence"), str | list):
             return self.fallback(page, passages, goal, max_tokens)
-        evidence = data["evidence"] if isinstance(data["evidence"], str) else "\n".join(map(str, data["evidence"]))
+        evidence = (
+            data["evidence"]
+            if isinstance(data["evidence"], str)
+            else "\n".join(map(str, data["evidence"]))
+        )
         summary = str(data.get("summary", ""))
         half = max(1, max_tokens // 2)
-        return body(cut_to_tokens(evidence, max_tokens - min(half, count_tokens(summary))), cut_to_tokens(summary, half))
+        return body(
+            cut_to_tokens(evidence, max_tokens - min(half, count_tokens(summary))),
+            cut_to_tokens(summary, half),
+        )

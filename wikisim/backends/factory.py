@@ -28,5 +28,7 @@ def make_backend(name: str, **kwargs: Any) -> Backend:
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
     except (ImportError, AttributeError) as e:
-        raise ConfigError(f"backend {name!r} needs {module_name}.{cls_name}, which cannot be imported: {e}") from e
+        raise ConfigError(
+            f"backend {name!r} needs {module_name}.{cls_name}, which cannot be imported: {e}"
+        ) from e
     return cls(**kwargs)

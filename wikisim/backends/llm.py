@@ -31,11 +31,15 @@ class ChatConfig:
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+            raise ConfigError(
+                f"base_url must start with http:// or https://, got {self.base_url!r}"
+            )
         if not self.model:
             raise ConfigError("model must name the served model, got an empty string")
         if self.max_tokens < 1 or self.retries < 1:
-            raise ConfigError(f"max_tokens and retries must be >= 1, got {self.max_tokens} and {self.retries}")
+            raise ConfigError(
+                f"max_tokens and retries must be >= 1, got {self.max_tokens} and {self.retries}"
+            )
 
 
 class ChatClient:
@@ -47,11 +51,18 @@ class ChatClient:
         self._http = httpx.Client(timeout=config.timeout_s)
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        return {"model": self.config.model, "messages": messages, "temperature": 0.0,
-                "max_tokens": self.config.max_tokens, "seed": 0}
+        return {
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": self.config.max_tokens,
+            "seed": 0,
+        }
 
     def _path(self, payload: dict[str, Any]) -> Path:
-        key = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        ).hexdigest()
         return self.cache / key[:2] / f"{key}.json"
 
     def complete(self, messages: list[dict[str, str]]) -> str:
@@ -70,8 +81,12 @@ class ChatClient:
         url = self.config.base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.config.api_key}"}
 
-        @retry(stop=stop_after_attempt(self.config.retries), wait=wait_exponential(min=0.1, max=5),
-               retry=retry_if_exception_type(httpx.TransportError), reraise=True)
+        @retry(
+            stop=stop_after_attempt(self.config.retries),
+            wait=wait_exponential(min=0.1, max=5),
+            retry=retry_if_exception_type(httpx.TransportError),
+            reraise=True,
+        )
         def post() -> httpx.Response:
             return self._http.post(url, json=payload, headers=headers)
 
@@ -80,5 +95,7 @@ class ChatClient:
             response.raise_for_status()
             return response.json()["choices"][0]["message"]["content"] or ""
         except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
-            raise BackendError(f"chat completion from {url} (model {self.config.model!r}) failed: {e}; "
-                               "check that the server is up and serves that model") from e
+            raise BackendError(
+                f"chat completion from {url} (model {self.config.model!r}) failed: {e}; "
+                "check that the server is up and serves that model"
+            ) from e

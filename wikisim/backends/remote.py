@@ -36,19 +36,30 @@ class _Client:
 
     def health(self) -> dict[str, Any]:
         try:
-            data = json_body(send(self.client, "GET", f"{self.url}/health", timeout_s=self.config.search.timeout_s))
+            data = json_body(
+                send(
+                    self.client, "GET", f"{self.url}/health", timeout_s=self.config.search.timeout_s
+                )
+            )
         except BackendError as e:
             raise BackendError(
                 f"cannot reach wikisim serve at {self.url} ({e}); start one with "
                 "`wikisim serve --index DIR` or pass the right url="
             ) from e
         if not isinstance(data, dict) or data.get("status") != "ok":
-            raise BackendError(f"{self.url}/health did not answer like wikisim serve: {str(data)[:200]}")
+            raise BackendError(
+                f"{self.url}/health did not answer like wikisim serve: {str(data)[:200]}"
+            )
         return data
 
     def _post(self, tool: str, payload: dict[str, Any]) -> Any:
-        response = send(self.client, "POST", f"{self.url}/{tool}", json=payload,
-                        timeout_s=self.config.policy(tool).timeout_s)
+        response = send(
+            self.client,
+            "POST",
+            f"{self.url}/{tool}",
+            json=payload,
+            timeout_s=self.config.policy(tool).timeout_s,
+        )
         if response.status_code in (400, 413):
             try:
                 why = response.json()["error"]["message"]
@@ -69,7 +80,10 @@ class _Client:
         return [decode("scholar", hits) for hits in data["results"]]
 
     def visit(self, url: str, goal: str, max_tokens: int) -> PageView:
-        return decode("visit", self._post("visit", {"url": url, "goal": goal, "max_tokens": max_tokens})["page"])
+        return decode(
+            "visit",
+            self._post("visit", {"url": url, "goal": goal, "max_tokens": max_tokens})["page"],
+        )
 
 
 class RemoteBackend(Executor):
@@ -83,14 +97,27 @@ class RemoteBackend(Executor):
             default path `cache_dir()/remote-cache.sqlite`).
     """
 
-    def __init__(self, url: str = "http://127.0.0.1:8765", *, config: ExecutorConfig | None = None,
-                 fallback: Backend | None = None, cache_path: str | Path | None = None,
-                 cache_mode: CacheMode = "off", sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8765",
+        *,
+        config: ExecutorConfig | None = None,
+        fallback: Backend | None = None,
+        cache_path: str | Path | None = None,
+        cache_mode: CacheMode = "off",
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"url must be an http(s) URL of a wikisim serve instance, got {url!r}")
-        config = config or ExecutorConfig(search=REMOTE_POLICY, visit=REMOTE_POLICY, scholar=REMOTE_POLICY)
+            raise ConfigError(
+                f"url must be an http(s) URL of a wikisim serve instance, got {url!r}"
+            )
+        config = config or ExecutorConfig(
+            search=REMOTE_POLICY, visit=REMOTE_POLICY, scholar=REMOTE_POLICY
+        )
         self.url = url.rstrip("/")
-        self.client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+        self.client = httpx.Client(
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        )
         remote = _Client(self.url, self.client, config)
         try:
             self.server_info = remote.health()
@@ -99,8 +126,13 @@ class RemoteBackend(Executor):
             raise
         remote.manifest_hash = str(self.server_info.get("manifest_hash", ""))
         chain = (remote,) if fallback is None else (remote, fallback)
-        super().__init__(dict.fromkeys(("search", "visit", "scholar"), chain), config=config,
-                         cache=open_cache(cache_mode, cache_path, "remote"), name="remote", sleep=sleep)
+        super().__init__(
+            dict.fromkeys(("search", "visit", "scholar"), chain),
+            config=config,
+            cache=open_cache(cache_mode, cache_path, "remote"),
+            name="remote",
+            sleep=sleep,
+        )
 
     def close(self) -> None:
         super().close()

@@ -35,13 +35,19 @@ class _Citations:
         for page_id, c in store.citations():
             if not c.title.strip():
                 continue
-            key = ("doi", c.doi.lower()) if c.doi else ("title", normalize_title(c.title).lower(), str(c.year))
+            key = (
+                ("doi", c.doi.lower())
+                if c.doi
+                else ("title", normalize_title(c.title).lower(), str(c.year))
+            )
             entry = records.setdefault(key, [c, []])
             url = urls.get(page_id)
             if url and url not in entry[1]:
                 entry[1].append(url)
         self.entries = [(c, tuple(sorted(cited))) for c, cited in records.values()]
-        self.bm25 = SmallBM25([" ".join([c.title, *c.authors, c.venue, str(c.year or "")]) for c, _ in self.entries])
+        self.bm25 = SmallBM25(
+            [" ".join([c.title, *c.authors, c.venue, str(c.year or "")]) for c, _ in self.entries]
+        )
 
     def search(self, query: str, k: int) -> list[ScholarHit]:
         return [
@@ -55,8 +61,13 @@ class WikiBackend:
 
     name = "wiki"
 
-    def __init__(self, index, retriever: str = DEFAULT_RETRIEVER, extractor: Extractor | None = None,
-                 overfetch: int = 3) -> None:
+    def __init__(
+        self,
+        index,
+        retriever: str = DEFAULT_RETRIEVER,
+        extractor: Extractor | None = None,
+        overfetch: int = 3,
+    ) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
         self.index = open_index(Path(index)) if isinstance(index, str | Path) else index
@@ -100,7 +111,9 @@ class WikiBackend:
             raw = ranked([queries[i] for i in todo], depth)
             for i, r in zip(todo, raw, strict=True):
                 out[i] = self._pages(r, k)
-            todo = [i for i, r in zip(todo, raw, strict=True) if len(out[i]) < k and len(r) == depth]
+            todo = [
+                i for i, r in zip(todo, raw, strict=True) if len(out[i]) < k and len(r) == depth
+            ]
         return [retriever.hits(q, picked) for q, picked in zip(queries, out, strict=True)]
 
     @staticmethod
@@ -121,17 +134,33 @@ class WikiBackend:
         if "://" in text:
             title = url_to_title(text)
             if title is None:
-                stem = unquote(urlsplit(text).path.rstrip("/").rsplit("/", 1)[-1]).replace("_", " ") or text
-                return PageView(url, "", False, f"{text} is not a page of this corpus, which holds only "
-                                "https://en.wikipedia.org/wiki/ pages.", self._closest(stem))
+                stem = (
+                    unquote(urlsplit(text).path.rstrip("/").rsplit("/", 1)[-1]).replace("_", " ")
+                    or text
+                )
+                return PageView(
+                    url,
+                    "",
+                    False,
+                    f"{text} is not a page of this corpus, which holds only "
+                    "https://en.wikipedia.org/wiki/ pages.",
+                    self._closest(stem),
+                )
         else:
             title = normalize_title(text)
         page = self.index.store.resolve(text) if title else None
         if page is None:
-            return PageView(url, title or "", False, f"There is no page titled {title!r} in this corpus.",
-                            self._closest(title or text))
+            return PageView(
+                url,
+                title or "",
+                False,
+                f"There is no page titled {title!r} in this corpus.",
+                self._closest(title or text),
+            )
         passages = self.index.require_passages().for_page(page.id)
-        return PageView(page.url, page.title, True, self.extractor(page, passages, goal, max_tokens))
+        return PageView(
+            page.url, page.title, True, self.extractor(page, passages, goal, max_tokens)
+        )
 
     def scholar(self, queries: Sequence[str], k: int) -> list[list[ScholarHit]]:
         if self._citations is None:
@@ -160,14 +189,29 @@ class WikiExecutor(Executor):
             manifest hash, so indexes never share answers).
     """
 
-    def __init__(self, index, retriever: str = DEFAULT_RETRIEVER, extractor: Extractor | None = None, overfetch: int = 3, *,
-                 config: ExecutorConfig | None = None, cache_mode: CacheMode = "off",
-                 cache_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        index,
+        retriever: str = DEFAULT_RETRIEVER,
+        extractor: Extractor | None = None,
+        overfetch: int = 3,
+        *,
+        config: ExecutorConfig | None = None,
+        cache_mode: CacheMode = "off",
+        cache_path: str | Path | None = None,
+    ) -> None:
         self.wiki = WikiBackend(index, retriever, extractor, overfetch)
         self.index = self.wiki.index
-        config = config or ExecutorConfig(search=WIKI_POLICY, visit=WIKI_POLICY, scholar=WIKI_POLICY)
-        super().__init__(self.wiki, config=config, cache=open_cache(cache_mode, cache_path, "wiki"), name="wiki",
-                         normalize=False)
+        config = config or ExecutorConfig(
+            search=WIKI_POLICY, visit=WIKI_POLICY, scholar=WIKI_POLICY
+        )
+        super().__init__(
+            self.wiki,
+            config=config,
+            cache=open_cache(cache_mode, cache_path, "wiki"),
+            name="wiki",
+            normalize=False,
+        )
         self._manifest = self.index.manifest
 
     def close(self) -> None:

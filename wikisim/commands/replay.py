@@ -8,8 +8,12 @@ from wikisim.env.replay import replay
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="trajectory file (JSONL written by wikisim.env.replay.RecordEpisodes)")
-    parser.add_argument("--index", help="index directory to replay against (default: the recorded one)")
+    parser.add_argument(
+        "file", help="trajectory file (JSONL written by wikisim.env.replay.RecordEpisodes)"
+    )
+    parser.add_argument(
+        "--index", help="index directory to replay against (default: the recorded one)"
+    )
     parser.add_argument("--tasks", help="task file (default: the recorded one)")
 
 

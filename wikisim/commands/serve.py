@@ -27,17 +27,37 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", required=True, help="a built index directory (wikisim build)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
-    parser.add_argument("--retriever", default=DEFAULT_RETRIEVER, choices=RETRIEVERS,
-                        help=f"retriever for search (default {DEFAULT_RETRIEVER})")
-    parser.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
-    parser.add_argument("--max-queries", type=int, default=32, help="queries per request (default 32)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port (default 8765; 0 = any free port)"
+    )
+    parser.add_argument(
+        "--retriever",
+        default=DEFAULT_RETRIEVER,
+        choices=RETRIEVERS,
+        help=f"retriever for search (default {DEFAULT_RETRIEVER})",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)"
+    )
+    parser.add_argument(
+        "--max-queries", type=int, default=32, help="queries per request (default 32)"
+    )
     parser.add_argument("--max-k", type=int, default=100, help="largest k (default 100)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes answering on the one port, each with its own index handle, memo and /metrics (default 1)")
-    parser.add_argument("--memo-size", type=int, default=4096,
-                        help="answers memoised in memory, LRU (default 4096; 0 = off)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes answering on the one port, each with its own index handle, memo and /metrics (default 1)",
+    )
+    parser.add_argument(
+        "--memo-size",
+        type=int,
+        default=4096,
+        help="answers memoised in memory, LRU (default 4096; 0 = off)",
+    )
 
 
 #: Linux spreads the connections of listening sockets that share a port with SO_REUSEPORT over
@@ -50,7 +70,9 @@ def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {port}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY only then
+    sock = socket.socket(
+        family, socket.SOCK_STREAM, socket.IPPROTO_TCP
+    )  # asyncio sets TCP_NODELAY only then
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
@@ -58,12 +80,16 @@ def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        raise ConfigError(f"cannot bind {host}:{port} ({e}); pick another --port or 0 for any free one") from e
+        raise ConfigError(
+            f"cannot bind {host}:{port} ({e}); pick another --port or 0 for any free one"
+        ) from e
     sock.listen(2048)
     return sock
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backend: object | None = None) -> None:
+def _serve(
+    args: argparse.Namespace, sock: socket.socket, limits: object, backend: object | None = None
+) -> None:
     """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
     import uvicorn
 
@@ -73,8 +99,15 @@ def _serve(args: argparse.Namespace, sock: socket.socket, limits: object, backen
         backend = _load(args)
     # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio;
     # uvloop also sends a response's head and body in one write)
-    config = uvicorn.Config(create_app(backend, limits), log_level="warning", access_log=False, http="auto",
-                            loop="auto", lifespan="off", timeout_keep_alive=30)
+    config = uvicorn.Config(
+        create_app(backend, limits),
+        log_level="warning",
+        access_log=False,
+        http="auto",
+        loop="auto",
+        lifespan="off",
+        timeout_keep_alive=30,
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -130,10 +163,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries, max_k=args.max_k,
-                          memo_size=args.memo_size)
+    limits = ServerLimits(
+        max_body_bytes=args.max_body_bytes,
+        max_queries=args.max_queries,
+        max_k=args.max_k,
+        memo_size=args.memo_size,
+    )
     spread = args.workers > 1 and BALANCED_REUSEPORT
-    sock = bind(args.host, args.port, reuse_port=spread)  # a taken port fails at once, not after loading the index
+    sock = bind(
+        args.host, args.port, reuse_port=spread
+    )  # a taken port fails at once, not after loading the index
     try:
         backend = _load(args)
     except BaseException:
@@ -141,13 +180,21 @@ def run(args: argparse.Namespace) -> int:
         raise
     host, port = sock.getsockname()[:2]
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"wikisim serve: warning: listening on {args.host}, which has no authentication", file=sys.stderr)
-    print(f"wikisim serve: listening on http://{host}:{port} (retriever {args.retriever}, workers {args.workers}, "
-          f"manifest {backend.manifest_hash[:12]})", flush=True)
+        print(
+            f"wikisim serve: warning: listening on {args.host}, which has no authentication",
+            file=sys.stderr,
+        )
+    print(
+        f"wikisim serve: listening on http://{host}:{port} (retriever {args.retriever}, workers {args.workers}, "
+        f"manifest {backend.manifest_hash[:12]})",
+        flush=True,
+    )
     if args.workers == 1:
         _serve(args, sock, limits, backend)
     else:
         del backend
-        socks = [sock] + [bind(args.host, port, reuse_port=True) for _ in range(args.workers - 1) if spread]
+        socks = [sock] + [
+            bind(args.host, port, reuse_port=True) for _ in range(args.workers - 1) if spread
+        ]
         _prefork(args, socks, limits)
     return 0

@@ -17,7 +17,20 @@ from wikisim.corpus.store import PageStore, PageStoreWriter
 from wikisim.corpus.wikitext import parse_wikitext
 
 __all__ = [
-    "Citation", "Infobox", "IngestReport", "Link", "Page", "PageStore", "PageStoreWriter",
-    "PageStream", "Redirect", "Section", "SkippedPage", "normalize_title", "parse_wikitext",
-    "read_pages", "title_to_url", "url_to_title",
+    "Citation",
+    "Infobox",
+    "IngestReport",
+    "Link",
+    "Page",
+    "PageStore",
+    "PageStoreWriter",
+    "PageStream",
+    "Redirect",
+    "Section",
+    "SkippedPage",
+    "normalize_title",
+    "parse_wikitext",
+    "read_pages",
+    "title_to_url",
+    "url_to_title",
 ]

@@ -147,8 +147,9 @@ def _record(path: Path, n: int, line: bytes, fmt: str) -> tuple[str, str, dict]:
             title, text = rec["title"], rec["text"]
         return str(title), str(text), rec
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
-        raise CorpusError(f"{path}:{n}: not a {fmt} record ({type(e).__name__}: {e}); "
-                          f"{EXPECTED}") from e
+        raise CorpusError(
+            f"{path}:{n}: not a {fmt} record ({type(e).__name__}: {e}); {EXPECTED}"
+        ) from e
 
 
 def _jsonl(path: Path, stream: BinaryIO, fmt: str) -> Iterator[RawPage]:
@@ -203,8 +204,10 @@ def _json_document(path: Path, lines: io.TextIOWrapper) -> Iterator[RawPage]:
             elif isinstance(value, str):
                 grouped.setdefault(title, []).append(value)
             else:
-                raise CorpusError(f"{path}: value of {title!r} is {type(value).__name__}, "
-                                  f"expected a list of sentences; {EXPECTED}")
+                raise CorpusError(
+                    f"{path}: value of {title!r} is {type(value).__name__}, "
+                    f"expected a list of sentences; {EXPECTED}"
+                )
     elif isinstance(doc, list):
         for i, rec in enumerate(doc):
             if isinstance(rec, dict) and "title" in rec and "text" in rec:
@@ -212,8 +215,9 @@ def _json_document(path: Path, lines: io.TextIOWrapper) -> Iterator[RawPage]:
             elif isinstance(rec, dict) and "contents" in rec:
                 title, text = _dpr_title(rec["contents"])
             else:
-                raise CorpusError(f"{path}: item {i} is not a {{\"title\",\"text\"}} object; "
-                                  f"{EXPECTED}")
+                raise CorpusError(
+                    f'{path}: item {i} is not a {{"title","text"}} object; {EXPECTED}'
+                )
             if isinstance(text, list):
                 text = "".join(text)
             grouped.setdefault(title, []).append(str(text))

@@ -29,7 +29,7 @@ def url_to_title(url: str) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.netloc.endswith("wikipedia.org"):
         return None
     if parts.path.startswith("/wiki/") and len(parts.path) > len("/wiki/"):
-        return normalize_title(parts.path[len("/wiki/"):])
+        return normalize_title(parts.path[len("/wiki/") :])
     return None
 
 

@@ -38,7 +38,9 @@ def convert(raw: RawPage) -> Result:
             return ("skip", raw.body)
         if raw.kind == "redirect":
             return _redirect(raw.title, raw.body)
-        page_id = raw.page_id if raw.page_id is not None else 0  # the reader numbers pages before converting
+        page_id = (
+            raw.page_id if raw.page_id is not None else 0
+        )  # the reader numbers pages before converting
         if raw.kind == "wiki":
             m = _REDIRECT.match(raw.body)
             if m:

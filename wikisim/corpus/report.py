@@ -49,11 +49,17 @@ class IngestReport:
 
     def as_dict(self) -> dict:
         return {
-            "files": list(self.files), "pages": self.pages, "redirects": self.redirects,
-            "links": self.links, "infoboxes": self.infoboxes, "categories": self.categories,
-            "citations": self.citations, "wikitext_bytes": self.wikitext_bytes,
+            "files": list(self.files),
+            "pages": self.pages,
+            "redirects": self.redirects,
+            "links": self.links,
+            "infoboxes": self.infoboxes,
+            "categories": self.categories,
+            "citations": self.citations,
+            "wikitext_bytes": self.wikitext_bytes,
             "non_article": self.non_article,
-            "skipped": len(self.skipped), "skipped_by_reason": self.skipped_by_reason(),
+            "skipped": len(self.skipped),
+            "skipped_by_reason": self.skipped_by_reason(),
             "skipped_pages": [vars(s) for s in self.skipped],
         }
 
@@ -66,7 +72,9 @@ class IngestReport:
             f"skipped {len(self.skipped):,}"
             + "".join(f"  {r}: {n}" for r, n in self.skipped_by_reason().items()),
         ]
-        lines += [f"  - {s.title!r} (id {s.page_id}, {s.file}): {s.reason}" for s in self.skipped[:20]]
+        lines += [
+            f"  - {s.title!r} (id {s.page_id}, {s.file}): {s.reason}" for s in self.skipped[:20]
+        ]
         if len(self.skipped) > 20:
             lines.append(f"  ... and {len(self.skipped) - 20} more")
         return "\n".join(lines)

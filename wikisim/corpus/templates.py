@@ -15,26 +15,114 @@ from mwparserfromhell.nodes import Template
 from wikisim.corpus.page import Citation
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_VENUE_KEYS = ("journal", "work", "website", "newspaper", "magazine", "periodical",
-               "encyclopedia", "publisher", "series", "conference")
+_VENUE_KEYS = (
+    "journal",
+    "work",
+    "website",
+    "newspaper",
+    "magazine",
+    "periodical",
+    "encyclopedia",
+    "publisher",
+    "series",
+    "conference",
+)
 _CITE_NAMES = ("cite", "citation", "vcite", "vancite")
 
 # templates that show their first/last positional argument as plain words
-_SHOW_FIRST = frozenset({
-    "nowrap", "nobr", "small", "smaller", "big", "larger", "nowrap begin", "j", "nobold",
-    "noitalic", "lang-rtl", "transl", "em", "strong", "sic", "abbr", "keypress", "mvar", "math",
-    "var", "code", "not a typo", "as written", "tooltip", "hover title", "nihongo2", "nihongo",
-    "ill", "interlanguage link", "interlanguage link multi", "ship", "sclass", "lang-x", "snd",
-    "visible anchor", "vanchor", "anchor text", "lcfirst", "ucfirst", "uc", "lc", "center",
-    "centre", "resize", "highlight", "angle bracket", "bracket", "linktext", "wikt", "wiktionary",
-    "nastaliq", "script", "unicode", "polytonic", "iast", "transliteration", "ipa", "ipa-all",
-    "audio", "nbsp", "dr", "lang2",
-})
+_SHOW_FIRST = frozenset(
+    {
+        "nowrap",
+        "nobr",
+        "small",
+        "smaller",
+        "big",
+        "larger",
+        "nowrap begin",
+        "j",
+        "nobold",
+        "noitalic",
+        "lang-rtl",
+        "transl",
+        "em",
+        "strong",
+        "sic",
+        "abbr",
+        "keypress",
+        "mvar",
+        "math",
+        "var",
+        "code",
+        "not a typo",
+        "as written",
+        "tooltip",
+        "hover title",
+        "nihongo2",
+        "nihongo",
+        "ill",
+        "interlanguage link",
+        "interlanguage link multi",
+        "ship",
+        "sclass",
+        "lang-x",
+        "snd",
+        "visible anchor",
+        "vanchor",
+        "anchor text",
+        "lcfirst",
+        "ucfirst",
+        "uc",
+        "lc",
+        "center",
+        "centre",
+        "resize",
+        "highlight",
+        "angle bracket",
+        "bracket",
+        "linktext",
+        "wikt",
+        "wiktionary",
+        "nastaliq",
+        "script",
+        "unicode",
+        "polytonic",
+        "iast",
+        "transliteration",
+        "ipa",
+        "ipa-all",
+        "audio",
+        "nbsp",
+        "dr",
+        "lang2",
+    }
+)
 _SHOW_LAST = frozenset({"lang", "langx", "native name", "native phrase", "script/arabic"})
-_PUNCT = {"snd": " – ", "ndash": "–", "mdash": "—", "spaced ndash": " – ", "-": "", "•": " • ",
-          "middot": "·", "dot": "·", "nbsp": " ", "sp": " ", "'": "'", "''": "\"", "!": "|",
-          "=": "=", "shy": "", "zwsp": "", "'s": "'s", "thinsp": " ", "en dash": "–",
-          "em dash": "—", "clear": "", "-\"": "", "pipe": "|", "colon": ":"}
+_PUNCT = {
+    "snd": " – ",
+    "ndash": "–",
+    "mdash": "—",
+    "spaced ndash": " – ",
+    "-": "",
+    "•": " • ",
+    "middot": "·",
+    "dot": "·",
+    "nbsp": " ",
+    "sp": " ",
+    "'": "'",
+    "''": '"',
+    "!": "|",
+    "=": "=",
+    "shy": "",
+    "zwsp": "",
+    "'s": "'s",
+    "thinsp": " ",
+    "en dash": "–",
+    "em dash": "—",
+    "clear": "",
+    '-"': "",
+    "pipe": "|",
+    "colon": ":",
+}
 
 
 def template_name(tpl: Template) -> str:
@@ -53,7 +141,7 @@ def is_infobox(name: str) -> bool:
 
 def infobox_type(name: str) -> str:
     if name.startswith("infobox"):
-        return name[len("infobox"):].strip(" _-:") or "generic"
+        return name[len("infobox") :].strip(" _-:") or "generic"
     return name
 
 
@@ -61,9 +149,27 @@ def is_citation(name: str) -> bool:
     return name.startswith(_CITE_NAMES)
 
 
-_CITE_KEYS = frozenset({"title", "chapter", "script-title", "trans-title", "url", "doi", "authors",
-                        "author", "people", "vauthors", "last", "first", "year", "date",
-                        "publication-date", "orig-year", *_VENUE_KEYS})
+_CITE_KEYS = frozenset(
+    {
+        "title",
+        "chapter",
+        "script-title",
+        "trans-title",
+        "url",
+        "doi",
+        "authors",
+        "author",
+        "people",
+        "vauthors",
+        "last",
+        "first",
+        "year",
+        "date",
+        "publication-date",
+        "orig-year",
+        *_VENUE_KEYS,
+    }
+)
 # "Howlin P, Goode S, Rutter M": surnames with initials, comma-separated
 _VANCOUVER = re.compile(r"^[^,;]+ [A-Z]{1,3}(?:, [^,;]+ [A-Z]{1,3})+(?:, et al\.?)?$")
 _NUMBERED = re.compile(r"^(?:author|last|first)[0-9]+$")
@@ -105,11 +211,19 @@ def citation_of(tpl: Template, clean: Callable[[object], str]) -> Citation | Non
                 break
             continue
         authors.append(author)
-    year_text = a.get("year") or a.get("date") or a.get("publication-date") or a.get("orig-year", "")
+    year_text = (
+        a.get("year") or a.get("date") or a.get("publication-date") or a.get("orig-year", "")
+    )
     m = _YEAR.search(year_text)
     venue = next((a[k] for k in _VENUE_KEYS if k in a), "")
-    return Citation(title=title, authors=tuple(dict.fromkeys(authors)),
-                    year=int(m.group(1)) if m else None, venue=venue, doi=doi, url=url)
+    return Citation(
+        title=title,
+        authors=tuple(dict.fromkeys(authors)),
+        year=int(m.group(1)) if m else None,
+        venue=venue,
+        doi=doi,
+        url=url,
+    )
 
 
 def render_inline(tpl: Template, name: str, clean: Callable[[object], str]) -> str:
@@ -134,15 +248,36 @@ def render_inline(tpl: Template, name: str, clean: Callable[[object], str]) -> s
         return clean(positional[0].value)
     if name in ("circa", "c."):
         return "c. " + clean(positional[0].value) if positional else "c."
-    if name in ("birth date", "death date", "birth date and age", "death date and age",
-                "start date", "end date", "dts", "date", "start date and age", "film date"):
+    if name in (
+        "birth date",
+        "death date",
+        "birth date and age",
+        "death date and age",
+        "start date",
+        "end date",
+        "dts",
+        "date",
+        "start date and age",
+        "film date",
+    ):
         nums = [clean(p.value) for p in positional if clean(p.value).isdigit()]
         return "-".join(nums[:3])
     if name in ("sortname",) and len(positional) >= 2:
         return f"{clean(positional[0].value)} {clean(positional[1].value)}"
     if name in ("flag", "flagcountry", "flagicon text", "flagu") and positional:
         return clean(positional[0].value)
-    if name in ("plainlist", "flatlist", "unbulleted list", "ubl", "hlist", "bulleted list",
-                "plain list", "flat list", "ublist", "collapsible list", "cslist"):
+    if name in (
+        "plainlist",
+        "flatlist",
+        "unbulleted list",
+        "ubl",
+        "hlist",
+        "bulleted list",
+        "plain list",
+        "flat list",
+        "ublist",
+        "collapsible list",
+        "cslist",
+    ):
         return ", ".join(filter(None, (clean(p.value) for p in positional)))
     return ""

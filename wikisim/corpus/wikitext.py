@@ -33,31 +33,131 @@ from wikisim.corpus.templates import (
     template_name,
 )
 
-CATEGORY_NS = frozenset({"category", "kategorie", "catégorie", "categoría", "categoria",
-                         "kategoria", "categorie", "категория"})
-FILE_NS = frozenset({"file", "image", "media", "datei", "bild", "fichier", "archivo", "imagen",
-                     "immagine", "plik", "afbeelding", "ficheiro", "файл", "изображение"})
+CATEGORY_NS = frozenset(
+    {
+        "category",
+        "kategorie",
+        "catégorie",
+        "categoría",
+        "categoria",
+        "kategoria",
+        "categorie",
+        "категория",
+    }
+)
+FILE_NS = frozenset(
+    {
+        "file",
+        "image",
+        "media",
+        "datei",
+        "bild",
+        "fichier",
+        "archivo",
+        "imagen",
+        "immagine",
+        "plik",
+        "afbeelding",
+        "ficheiro",
+        "файл",
+        "изображение",
+    }
+)
 # prefixes whose links show their text but point outside the article namespace
-OTHER_NS = frozenset({"wikipedia", "wp", "help", "portal", "user", "talk", "special", "template",
-                      "wikt", "wiktionary", "s", "wikisource", "q", "wikiquote", "b", "wikibooks",
-                      "n", "wikinews", "v", "wikiversity", "voy", "commons", "meta", "m", "mw",
-                      "species", "d", "wikidata", "c", "w", "iarchive", "doi", "draft",
-                      "module", "mediawiki", "book", "timedtext", "user talk", "diskussion"})
+OTHER_NS = frozenset(
+    {
+        "wikipedia",
+        "wp",
+        "help",
+        "portal",
+        "user",
+        "talk",
+        "special",
+        "template",
+        "wikt",
+        "wiktionary",
+        "s",
+        "wikisource",
+        "q",
+        "wikiquote",
+        "b",
+        "wikibooks",
+        "n",
+        "wikinews",
+        "v",
+        "wikiversity",
+        "voy",
+        "commons",
+        "meta",
+        "m",
+        "mw",
+        "species",
+        "d",
+        "wikidata",
+        "c",
+        "w",
+        "iarchive",
+        "doi",
+        "draft",
+        "module",
+        "mediawiki",
+        "book",
+        "timedtext",
+        "user talk",
+        "diskussion",
+    }
+)
 _LANG = re.compile(r"^[a-z]{2,3}(-[a-z]{2,8})*$")
 # tags whose contents are not prose (markup, media, refs are handled apart)
-_DROP_TAGS = frozenset({"math", "chem", "ce", "timeline", "imagemap", "score", "gallery",
-                        "templatedata", "graph", "mapframe", "maplink", "references", "hiero",
-                        "noinclude", "categorytree", "inputbox", "indicator", "section", "syntaxhighlight",
-                        "source", "style", "script"})
-NON_PROSE_SECTIONS = frozenset({"references", "notes", "footnotes", "external links", "citations",
-                                "sources", "notes and references", "references and notes",
-                                "einzelnachweise", "weblinks", "literatur", "notes and citations"})
+_DROP_TAGS = frozenset(
+    {
+        "math",
+        "chem",
+        "ce",
+        "timeline",
+        "imagemap",
+        "score",
+        "gallery",
+        "templatedata",
+        "graph",
+        "mapframe",
+        "maplink",
+        "references",
+        "hiero",
+        "noinclude",
+        "categorytree",
+        "inputbox",
+        "indicator",
+        "section",
+        "syntaxhighlight",
+        "source",
+        "style",
+        "script",
+    }
+)
+NON_PROSE_SECTIONS = frozenset(
+    {
+        "references",
+        "notes",
+        "footnotes",
+        "external links",
+        "citations",
+        "sources",
+        "notes and references",
+        "references and notes",
+        "einzelnachweise",
+        "weblinks",
+        "literatur",
+        "notes and citations",
+    }
+)
 
 # a sentence ends at . ! ? before a capital or digit, but not after No. St. Mr. U.S. and the like
 _SENT_END = re.compile(
     r"(?<=[.!?])(?<!\bNo\.)(?<!\bSt\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bDr\.)(?<!\bJr\.)(?<!\bSr\.)"
     r"(?<!\bvs\.)(?<!\bInc\.)(?<!\bCo\.)(?<!\bft\.)(?<!\bc\.)(?<!\bca\.)(?<!\b[A-Z]\.)"
-    r"[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n")
+    r"[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n"
+)
 _EMPTY_PARENS = re.compile(r"\(\s*(?:[,;:.–—-]\s*)*\)|\[\s*\]")
 _SPACE_PUNCT = re.compile(r"\s+([,.;:!?)\]])")
 _OPEN_SPACE = re.compile(r"([(\[])\s+")
@@ -68,8 +168,11 @@ _MAGIC = re.compile(r"__[A-Z]+__")
 _NOISE_LINE = re.compile(r"^[\W_]*$")
 _NEEDS_TIDY = re.compile(r"[<'(\[]|__| [,.;:!?)\]]|[,;] ?[,;]|&\S+;|=|\|")
 # table-cell attributes the parser kept as text where the wikitext lacks the "|" after them
-_ATTRS = re.compile(r"\b(?:colspan|rowspan|bgcolor|style|align|width|class|scope|valign|height)"
-                    r"\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s|]+)\s*\|?", re.IGNORECASE)
+_ATTRS = re.compile(
+    r"\b(?:colspan|rowspan|bgcolor|style|align|width|class|scope|valign|height)"
+    r"\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s|]+)\s*\|?",
+    re.IGNORECASE,
+)
 _EMPTY_CELLS = re.compile(r"^(?:\s*\|)+\s*|(?:\s*\|)+\s*$|(?<=\|)(?:\s*\|)+")
 _ENTITY = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
 # markup the parser left as text (e.g. a <ref> it could not close because of stray '')
@@ -301,8 +404,11 @@ class _Renderer:
 
     def row(self, tr: Tag, buf: _Buf) -> None:
         if tr.contents is not None:
-            cells = [c for c in tr.contents.nodes
-                     if type(c) is Tag and str(c.tag).lower() in ("td", "th")]
+            cells = [
+                c
+                for c in tr.contents.nodes
+                if type(c) is Tag and str(c.tag).lower() in ("td", "th")
+            ]
             self.row_cells(cells, buf)
 
     def row_cells(self, cells: list[Tag], buf: _Buf) -> None:

@@ -26,8 +26,10 @@ def read_xml(path: Path, stream: BinaryIO) -> Iterator[RawPage]:
     try:
         _, root = next(context)
         if _local(root.tag) != "mediawiki":
-            raise CorpusError(f"{path}: root element <{_local(root.tag)}>, expected <mediawiki> "
-                              "(a MediaWiki XML export)")
+            raise CorpusError(
+                f"{path}: root element <{_local(root.tag)}>, expected <mediawiki> "
+                "(a MediaWiki XML export)"
+            )
         for event, el in context:
             if event != "end" or _local(el.tag) != "page":
                 continue

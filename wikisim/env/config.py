@@ -76,12 +76,22 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         check_literals(self)
-        at_least("EnvConfig", 1, max_turns=self.max_turns, max_observation_tokens=self.max_observation_tokens,
-                 search_k=self.search_k, visit_tokens=self.visit_tokens)
+        at_least(
+            "EnvConfig",
+            1,
+            max_turns=self.max_turns,
+            max_observation_tokens=self.max_observation_tokens,
+            search_k=self.search_k,
+            visit_tokens=self.visit_tokens,
+        )
         if self.reward == "judge" and self.judge is None:
-            raise ConfigError('EnvConfig.reward="judge" needs judge={"base_url": ..., "model": ...}')
+            raise ConfigError(
+                'EnvConfig.reward="judge" needs judge={"base_url": ..., "model": ...}'
+            )
         if self.url is not None and self.backend != "remote":
-            raise ConfigError(f"EnvConfig.url={self.url!r} is the remote backend's address; backend={self.backend!r}")
+            raise ConfigError(
+                f"EnvConfig.url={self.url!r} is the remote backend's address; backend={self.backend!r}"
+            )
 
     def replace(self, **changes: Any) -> EnvConfig:
         """A copy with some settings changed (checked again)."""
@@ -111,13 +121,19 @@ def resolve_index(config: EnvConfig) -> EnvConfig:
         return config
     from wikisim.index.build import ensure_sample_index
 
-    return config.replace(index=str(ensure_sample_index(dense=config.retriever in DENSE_RETRIEVERS)))
+    return config.replace(
+        index=str(ensure_sample_index(dense=config.retriever in DENSE_RETRIEVERS))
+    )
 
 
 def open_backend(config: EnvConfig, backend_kwargs: Mapping[str, Any] | None = None) -> Backend:
     """The backend `config` names, built (its caller closes it)."""
     kwargs = dict(backend_kwargs or {})
-    kwargs |= {k: getattr(config, k) for k in ("url", "cache_mode", "cache_path") if getattr(config, k) is not None}
+    kwargs |= {
+        k: getattr(config, k)
+        for k in ("url", "cache_mode", "cache_path")
+        if getattr(config, k) is not None
+    }
     if config.backend == "wiki":
         kwargs |= {"index": resolve_index(config).index, "retriever": config.retriever}
     return make_backend(config.backend, **kwargs)

@@ -72,7 +72,10 @@ class AnyText(spaces.Text):
         return True
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AnyText) and (self.min_length, self.max_length) == (other.min_length, other.max_length)
+        return isinstance(other, AnyText) and (self.min_length, self.max_length) == (
+            other.min_length,
+            other.max_length,
+        )
 
     def __repr__(self) -> str:
         return f"AnyText({self.min_length}, {self.max_length})"
@@ -116,10 +119,14 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         config = config.replace(**settings) if settings else config
         self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(config.tasks)
         if isinstance(backend, Backend):
-            own = sorted(k for k in ("url", "cache_mode", "cache_path") if getattr(config, k) is not None)
+            own = sorted(
+                k for k in ("url", "cache_mode", "cache_path") if getattr(config, k) is not None
+            )
             if backend_kwargs or own:
-                raise ConfigError(f"{sorted(backend_kwargs or {}) + own} configure a backend the env builds; "
-                                  f"backend={backend.name!r} is an instance: configure it where it is built")
+                raise ConfigError(
+                    f"{sorted(backend_kwargs or {}) + own} configure a backend the env builds; "
+                    f"backend={backend.name!r} is an instance: configure it where it is built"
+                )
             self.backend, self._owns_backend = backend, False
             config = config.replace(backend=backend.name)
         else:
@@ -127,12 +134,21 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             self.backend, self._owns_backend = open_backend(config, backend_kwargs), True
         #: the settings this env runs with (what `wikisim replay` rebuilds it from)
         self.config = config
-        self.toolbox: ToolBox = default_toolbox(self.backend, k=config.search_k, visit_tokens=config.visit_tokens,
-                                                python=config.python, python_limits=dict(config.python_limits or {}))
+        self.toolbox: ToolBox = default_toolbox(
+            self.backend,
+            k=config.search_k,
+            visit_tokens=config.visit_tokens,
+            python=config.python,
+            python_limits=dict(config.python_limits or {}),
+        )
         self._parameters = self.toolbox.parameters
-        self.judge = Judge(ChatClient(ChatConfig(**config.judge))) if config.judge is not None else None
+        self.judge = (
+            Judge(ChatClient(ChatConfig(**config.judge))) if config.judge is not None else None
+        )
         self.manifest_hash: str = self.backend.manifest_hash
-        self.date = config.date if config.date is not None else str(self.backend.manifest().get("date", ""))
+        self.date = (
+            config.date if config.date is not None else str(self.backend.manifest().get("date", ""))
+        )
         self.system_prompt = make_system_prompt(config.prompt, self.toolbox.schemas, self.date)
         self.render_mode = render_mode
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
@@ -141,7 +157,9 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         self._done = True
         self._last = ""
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
         if "task_id" in options:
@@ -165,21 +183,42 @@ class WikiSimEnv(gym.Env[str, str | dict]):
 
     def step(self, action: str | dict) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done or self.task is None:
-            obs = wrap_observation("Error: the episode has ended (or never started); call reset() before step().")
-            return obs, 0.0, True, False, {"error": "step after the episode ended", "manifest_hash": self.manifest_hash}
+            obs = wrap_observation(
+                "Error: the episode has ended (or never started); call reset() before step()."
+            )
+            return (
+                obs,
+                0.0,
+                True,
+                False,
+                {"error": "step after the episode ended", "manifest_hash": self.manifest_hash},
+            )
         self._turn += 1
         parsed = parse_turn(action, self._parameters)
-        info: dict[str, Any] = {"turn": self._turn, "task_id": self.task.id, "manifest_hash": self.manifest_hash}
+        info: dict[str, Any] = {
+            "turn": self._turn,
+            "task_id": self.task.id,
+            "manifest_hash": self.manifest_hash,
+        }
         if parsed.answer is not None:
             return self._finish(parsed, info)
         obs, step_info = self._run(parsed)
         info.update(step_info)
         self._obs_tokens += count_tokens(obs)
-        truncated = self._turn >= self.config.max_turns or self._obs_tokens > self.config.max_observation_tokens
+        truncated = (
+            self._turn >= self.config.max_turns
+            or self._obs_tokens > self.config.max_observation_tokens
+        )
         if truncated:
             self._done = True
-            info["truncation"] = "max_turns" if self._turn >= self.config.max_turns else "max_observation_tokens"
-        info.update(observation_chars=len(obs), observation_tokens_total=self._obs_tokens, **self._episode_counts())
+            info["truncation"] = (
+                "max_turns" if self._turn >= self.config.max_turns else "max_observation_tokens"
+            )
+        info.update(
+            observation_chars=len(obs),
+            observation_tokens_total=self._obs_tokens,
+            **self._episode_counts(),
+        )
         self._last = obs
         return obs, 0.0, False, truncated, info
 
@@ -201,21 +240,41 @@ class WikiSimEnv(gym.Env[str, str | dict]):
         self._counts["calls"] += len(calls)
         self._counts["errors"] += errors + malformed
         self._counts["malformed"] += malformed
-        info = {"tool_calls": calls, "latency_s": latency, "calls": len(calls),
-                "errors": errors + malformed, "malformed": malformed}
+        info = {
+            "tool_calls": calls,
+            "latency_s": latency,
+            "calls": len(calls),
+            "errors": errors + malformed,
+            "malformed": malformed,
+        }
         trace = self.backend.trace()
         if trace:  # an executor's retries, fallbacks and cache hits
             info["backend_trace"] = [record.as_dict() for record in trace]
         return join_observations(responses), info
 
-    def _finish(self, parsed: Action, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _finish(
+        self, parsed: Action, info: dict[str, Any]
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         task, answer = self.task, parsed.answer or ""
-        reward = score(self.config.reward, task.question, answer, task.answers, self.judge) if task else 0.0
+        reward = (
+            score(self.config.reward, task.question, answer, task.answers, self.judge)
+            if task
+            else 0.0
+        )
         self._done = True
         self._last = ""
-        info.update(answer=answer, **answer_metrics(answer, task.answers if task else ()),
-                    tool_calls=[], latency_s={}, calls=0, errors=0, malformed=0, observation_chars=0,
-                    observation_tokens_total=self._obs_tokens, **self._episode_counts())
+        info.update(
+            answer=answer,
+            **answer_metrics(answer, task.answers if task else ()),
+            tool_calls=[],
+            latency_s={},
+            calls=0,
+            errors=0,
+            malformed=0,
+            observation_chars=0,
+            observation_tokens_total=self._obs_tokens,
+            **self._episode_counts(),
+        )
         return "", float(reward), True, False, info
 
     def _episode_counts(self) -> dict[str, int]:
@@ -229,4 +288,3 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             self.backend.close()
             self._owns_backend = False
         super().close()
-

@@ -24,7 +24,9 @@ CALL_SHAPE = f'{TOOL_CALL.open}\n{{"name": <function-name>, "arguments": <args-j
 
 
 def system_prompt(schemas: Sequence[dict[str, Any]], date: str) -> str:
-    tools = "\n".join(json.dumps(s, ensure_ascii=False) for s in schemas if s["function"]["name"] != "answer")
+    tools = "\n".join(
+        json.dumps(s, ensure_ascii=False) for s in schemas if s["function"]["name"] != "answer"
+    )
     return (
         f"{INTRO}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
         "You are provided with function signatures within <tools></tools> XML tags:\n"
@@ -35,9 +37,10 @@ def system_prompt(schemas: Sequence[dict[str, Any]], date: str) -> str:
     )
 
 
-
-COMPACT_INTRO = ("You are a research assistant. Search, read the pages that matter, then give the final answer, "
-                 f"as short as possible, enclosed in {ANSWER.open}{ANSWER.close} tags.")
+COMPACT_INTRO = (
+    "You are a research assistant. Search, read the pages that matter, then give the final answer, "
+    f"as short as possible, enclosed in {ANSWER.open}{ANSWER.close} tags."
+)
 
 
 def make_system_prompt(kind: str, schemas: Sequence[dict[str, Any]], date: str) -> str:
@@ -58,6 +61,8 @@ def compact_system_prompt(schemas: Sequence[dict[str, Any]]) -> str:
         args = ", ".join(fn["parameters"].get("properties", {}))
         lines.append(f"- {fn['name']}({args}): {fn['description'].split('.')[0]}.")
     return (
-        f"{COMPACT_INTRO}\nTools:\n" + "\n".join(lines) + f"\nCall one tool per turn as:\n{TOOL_CALL.open}\n"
+        f"{COMPACT_INTRO}\nTools:\n"
+        + "\n".join(lines)
+        + f"\nCall one tool per turn as:\n{TOOL_CALL.open}\n"
         '{"name": <tool-name>, "arguments": <args-json-object>}\n' + TOOL_CALL.close
     )

@@ -87,13 +87,23 @@ class RecordEpisodes(gym.Wrapper):
         self._flush()
         obs, info = self.env.reset(seed=seed, options=options)
         base = cast("WikiSimEnv", self.env.unwrapped)
-        self._header = {"manifest_hash": base.manifest_hash, "version": __version__, "task_id": info["task_id"],
-                        "seed": seed, "env": {**base.config.to_dict(), "tasks_name": base.tasks.name}, "reset_sha256": digest(obs)}
+        self._header = {
+            "manifest_hash": base.manifest_hash,
+            "version": __version__,
+            "task_id": info["task_id"],
+            "seed": seed,
+            "env": {**base.config.to_dict(), "tasks_name": base.tasks.name},
+            "reset_sha256": digest(obs),
+        }
         return obs, info
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._steps.append(StepRecord(encode_action(action), digest(obs), float(reward), bool(terminated), bool(truncated)))
+        self._steps.append(
+            StepRecord(
+                encode_action(action), digest(obs), float(reward), bool(terminated), bool(truncated)
+            )
+        )
         return obs, reward, terminated, truncated, info
 
     def _flush(self) -> None:
@@ -115,7 +125,9 @@ def read_records(path: str | Path) -> list[EpisodeRecord]:
                 try:
                     out.append(EpisodeRecord.from_dict(json.loads(line)))
                 except (ValueError, TypeError, KeyError) as e:
-                    raise TaskError(f"{path}:{n} is not a trajectory record ({e}); write them with RecordEpisodes") from e
+                    raise TaskError(
+                        f"{path}:{n} is not a trajectory record ({e}); write them with RecordEpisodes"
+                    ) from e
     return out
 
 
@@ -153,8 +165,18 @@ def _replay_episode(env: Any, i: int, rec: EpisodeRecord) -> list[Difference]:
         diffs.append(Difference(i, 0, "observation", rec.reset_sha256, digest(obs)))
     for n, s in enumerate(rec.steps, 1):
         obs, reward, terminated, truncated, _ = env.step(decode_action(s.action))
-        got = {"observation": digest(obs), "reward": float(reward), "terminated": bool(terminated), "truncated": bool(truncated)}
-        want = {"observation": s.observation_sha256, "reward": s.reward, "terminated": s.terminated, "truncated": s.truncated}
+        got = {
+            "observation": digest(obs),
+            "reward": float(reward),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+        }
+        want = {
+            "observation": s.observation_sha256,
+            "reward": s.reward,
+            "terminated": s.terminated,
+            "truncated": s.truncated,
+        }
         diffs += [Difference(i, n, k, want[k], got[k]) for k in want if want[k] != got[k]]
     return diffs
 
@@ -170,8 +192,10 @@ def replay(path: str | Path, **overrides: Any) -> ReplayReport:
     for i, rec in enumerate(records):
         config = EnvConfig.from_dict({**rec.env, **overrides})
         if config.tasks is None and rec.env.get("tasks_name") not in (None, "sample"):
-            raise TaskError(f"episode {i} used the task set {rec.env['tasks_name']!r} given as an object; "
-                            "pass its file with --tasks")
+            raise TaskError(
+                f"episode {i} used the task set {rec.env['tasks_name']!r} given as an object; "
+                "pass its file with --tasks"
+            )
         key = json.dumps(config.to_dict(), sort_keys=True, default=str)
         if key not in envs:
             envs[key] = WikiSimEnv(config)

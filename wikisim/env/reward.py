@@ -67,8 +67,16 @@ class Judge:
         self.client = client
 
     def __call__(self, question: str, prediction: str, golds: Sequence[str]) -> float:
-        reply = self.client.complete([{"role": "user", "content": JUDGE_PROMPT.format(
-            question=question, golds=" | ".join(golds), prediction=prediction)}])
+        reply = self.client.complete(
+            [
+                {
+                    "role": "user",
+                    "content": JUDGE_PROMPT.format(
+                        question=question, golds=" | ".join(golds), prediction=prediction
+                    ),
+                }
+            ]
+        )
         verdict = re.search(r"\b(INCORRECT|CORRECT)\b", reply.upper())
         return float(verdict is not None and verdict.group(1) == "CORRECT")
 
@@ -77,13 +85,17 @@ def answer_metrics(prediction: str, golds: Sequence[str]) -> dict[str, float]:
     return {"em": exact_match(prediction, golds), "f1": f1_score(prediction, golds)}
 
 
-def score(kind: str, question: str, prediction: str, golds: Sequence[str], judge: Judge | None = None) -> float:
+def score(
+    kind: str, question: str, prediction: str, golds: Sequence[str], judge: Judge | None = None
+) -> float:
     if kind == "em":
         return exact_match(prediction, golds)
     if kind == "f1":
         return f1_score(prediction, golds)
     if kind == "judge":
         if judge is None:
-            raise ConfigError('reward="judge" needs a judge: pass judge=ChatConfig(base_url=..., model=...)')
+            raise ConfigError(
+                'reward="judge" needs a judge: pass judge=ChatConfig(base_url=..., model=...)'
+            )
         return judge(question, prediction, golds)
     raise ConfigError(f"reward must be one of {REWARDS}, got {kind!r}")

@@ -36,13 +36,22 @@ class Task:
         if not isinstance(self.id, str) or not self.id:
             raise TaskError(f"task id must be a non-empty string, got {self.id!r}")
         if not isinstance(self.question, str) or not self.question.strip():
-            raise TaskError(f"task {self.id!r}: question must be a non-empty string, got {self.question!r}")
+            raise TaskError(
+                f"task {self.id!r}: question must be a non-empty string, got {self.question!r}"
+            )
         if not self.answers or not all(isinstance(a, str) and a.strip() for a in self.answers):
-            raise TaskError(f"task {self.id!r}: needs at least one non-empty gold answer, got {self.answers!r}")
+            raise TaskError(
+                f"task {self.id!r}: needs at least one non-empty gold answer, got {self.answers!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "question": self.question, "answers": list(self.answers),
-                "evidence": list(self.evidence), **self.extra}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "answers": list(self.answers),
+            "evidence": list(self.evidence),
+            **self.extra,
+        }
 
 
 def task_from_dict(d: dict[str, Any], where: str) -> Task:
@@ -51,14 +60,20 @@ def task_from_dict(d: dict[str, Any], where: str) -> Task:
         raise TaskError(f"{where}: a task must be a JSON object, got {type(d).__name__}")
     missing = [k for k in ("id", "question") if k not in d]
     if missing or ("answer" not in d and "answers" not in d):
-        raise TaskError(f'{where}: task needs "id", "question" and "answer" or "answers"; missing {missing or ["answer"]}')
+        raise TaskError(
+            f'{where}: task needs "id", "question" and "answer" or "answers"; missing {missing or ["answer"]}'
+        )
     answers = d.get("answers", d.get("answer"))
     answers = [answers] if isinstance(answers, str) else answers
     if not isinstance(answers, list):
         raise TaskError(f"{where}: answers must be a string or a list of strings, got {answers!r}")
-    extra = {k: v for k, v in d.items() if k not in ("id", "question", "answer", "answers", "evidence")}
+    extra = {
+        k: v for k, v in d.items() if k not in ("id", "question", "answer", "answers", "evidence")
+    }
     try:
-        return Task(str(d["id"]), d["question"], tuple(answers), tuple(d.get("evidence", ())), extra)
+        return Task(
+            str(d["id"]), d["question"], tuple(answers), tuple(d.get("evidence", ())), extra
+        )
     except TaskError as e:
         raise TaskError(f"{where}: {e}") from e
 
@@ -72,7 +87,9 @@ class TaskSet(Sequence[Task]):
         self._by_id: dict[str, int] = {}
         for i, t in enumerate(self._tasks):
             if t.id in self._by_id:
-                raise TaskError(f"task id {t.id!r} appears twice in {name or 'the task set'}; ids must be unique")
+                raise TaskError(
+                    f"task id {t.id!r} appears twice in {name or 'the task set'}; ids must be unique"
+                )
             self._by_id[t.id] = i
         if not self._tasks:
             raise TaskError(f"{name or 'the task set'} has no tasks")
@@ -93,7 +110,9 @@ class TaskSet(Sequence[Task]):
         if task_id not in self._by_id:
             close = difflib.get_close_matches(str(task_id), list(self._by_id), n=3)
             hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise TaskError(f"no task {task_id!r} in {self.name or 'the task set'} ({len(self)} tasks).{hint}")
+            raise TaskError(
+                f"no task {task_id!r} in {self.name or 'the task set'} ({len(self)} tasks).{hint}"
+            )
         return self._tasks[self._by_id[task_id]]
 
     def by_question(self, question: str) -> Task:
@@ -121,7 +140,9 @@ def _read_jsonl(path: Path) -> list[tuple[str, Any]]:
                 try:
                     out.append((f"{path}:{n}", json.loads(line)))
                 except ValueError as e:
-                    raise TaskError(f"{path}:{n} is not valid JSON ({e}); each line must be one task object") from e
+                    raise TaskError(
+                        f"{path}:{n} is not valid JSON ({e}); each line must be one task object"
+                    ) from e
     return out
 
 
@@ -153,8 +174,11 @@ def read_flashrag(path: str | Path) -> TaskSet:
     for where, d in _read_jsonl(path):
         if isinstance(d, dict):
             evidence = [title_to_url(t) for t in _supporting_titles(d.get("metadata"))]
-            d = {**{k: v for k, v in d.items() if k != "golden_answers"}, "answers": d.get("golden_answers"),
-                 "evidence": evidence}
+            d = {
+                **{k: v for k, v in d.items() if k != "golden_answers"},
+                "answers": d.get("golden_answers"),
+                "evidence": evidence,
+            }
         rows.append((where, d))
     return TaskSet((task_from_dict(d, w) for w, d in rows), path.stem)
 
@@ -165,7 +189,9 @@ def _wiki_links(value: Any, where: str) -> list[str]:
         try:
             value = ast.literal_eval(value) if value.strip() else []
         except (ValueError, SyntaxError) as e:
-            raise TaskError(f"{where}: wiki_links is not a list of URLs ({e}): {value[:200]!r}") from None
+            raise TaskError(
+                f"{where}: wiki_links is not a list of URLs ({e}): {value[:200]!r}"
+            ) from None
     if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
         raise TaskError(f"{where}: wiki_links must be a list of URLs, got {value!r}"[:300])
     out = []
@@ -184,7 +210,12 @@ def read_frames(path: str | Path) -> TaskSet:
     path = Path(path)
     if path.suffix in (".tsv", ".csv"):
         with open(path, encoding="utf-8", newline="") as f:
-            rows = [(f"{path}:{n}", r) for n, r in enumerate(csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ","), 2)]
+            rows = [
+                (f"{path}:{n}", r)
+                for n, r in enumerate(
+                    csv.DictReader(f, delimiter="\t" if path.suffix == ".tsv" else ","), 2
+                )
+            ]
     elif path.suffix == ".jsonl":
         rows = _read_jsonl(path)
     else:
@@ -197,7 +228,9 @@ def read_frames(path: str | Path) -> TaskSet:
         links = _wiki_links(d.get("wiki_links", []), where)
         extra = {"reasoning_types": d.get("reasoning_types", ""), "hops": len(links)}
         try:
-            tasks.append(Task(f"frames-{row}", d["Prompt"], (str(d["Answer"]),), tuple(links), extra))
+            tasks.append(
+                Task(f"frames-{row}", d["Prompt"], (str(d["Answer"]),), tuple(links), extra)
+            )
         except TaskError as e:
             raise TaskError(f"{where}: {e}") from e
     return TaskSet(tasks, path.stem)
@@ -221,8 +254,15 @@ def read_hotpotqa(path: str | Path) -> TaskSet:
         titles = list(dict.fromkeys(t for t, _ in d.get("supporting_facts", [])))
         extra: dict[str, Any] = {k: d[k] for k in ("type", "level", "supporting_facts") if k in d}
         extra["hops"] = len(titles)
-        tasks.append(Task(str(d.get("_id", i)), d["question"], (d["answer"],),
-                          tuple(title_to_url(t) for t in titles), extra))
+        tasks.append(
+            Task(
+                str(d.get("_id", i)),
+                d["question"],
+                (d["answer"],),
+                tuple(title_to_url(t) for t in titles),
+                extra,
+            )
+        )
     return TaskSet(tasks, path.stem)
 
 
@@ -231,11 +271,20 @@ def read_musique(path: str | Path) -> TaskSet:
     path = Path(path)
     tasks = []
     for d in _read_json_list(path):
-        titles = list(dict.fromkeys(p["title"] for p in d.get("paragraphs", []) if p.get("is_supporting")))
-        extra = {"hops": len(d.get("question_decomposition", [])), "answerable": d.get("answerable", True),
-                 "question_decomposition": d.get("question_decomposition", [])}
+        titles = list(
+            dict.fromkeys(p["title"] for p in d.get("paragraphs", []) if p.get("is_supporting"))
+        )
+        extra = {
+            "hops": len(d.get("question_decomposition", [])),
+            "answerable": d.get("answerable", True),
+            "question_decomposition": d.get("question_decomposition", []),
+        }
         answers = tuple(dict.fromkeys([d["answer"], *d.get("answer_aliases", [])]))
-        tasks.append(Task(str(d["id"]), d["question"], answers, tuple(title_to_url(t) for t in titles), extra))
+        tasks.append(
+            Task(
+                str(d["id"]), d["question"], answers, tuple(title_to_url(t) for t in titles), extra
+            )
+        )
     return TaskSet(tasks, path.stem)
 
 
@@ -251,13 +300,19 @@ def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
             header = next(csv.reader(f, delimiter="\t" if path.suffix == ".tsv" else ","), [])
         if "Prompt" in header and "Answer" in header:
             return read_frames(path)
-        raise TaskError(f"{path}: a {path.suffix} task file must be FRAMES (Prompt, Answer, wiki_links columns); "
-                        f"its header is {header[:8]}")
+        raise TaskError(
+            f"{path}: a {path.suffix} task file must be FRAMES (Prompt, Answer, wiki_links columns); "
+            f"its header is {header[:8]}"
+        )
     if path.suffix == ".jsonl":
         first: dict[str, Any] = next((d for _, d in _read_jsonl(path)), {})
         if "Prompt" in first:
             return read_frames(path)
-        return read_flashrag(path) if "golden_answers" in first and "answers" not in first else read_jsonl(path)
+        return (
+            read_flashrag(path)
+            if "golden_answers" in first and "answers" not in first
+            else read_jsonl(path)
+        )
     data = _read_json_list(path)
     first = data[0] if data else {}
     if "supporting_facts" in first:
@@ -266,4 +321,6 @@ def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
         return read_musique(path)
     if "Prompt" in first:
         return read_frames(path)
-    raise TaskError(f"{path}: unknown task format; expected our JSONL, HotpotQA, MuSiQue, FlashRAG JSONL or FRAMES")
+    raise TaskError(
+        f"{path}: unknown task format; expected our JSONL, HotpotQA, MuSiQue, FlashRAG JSONL or FRAMES"
+    )

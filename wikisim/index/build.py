@@ -399,7 +399,11 @@ def build(
 
 
 def _params_record(params: BuildParams) -> dict[str, Any]:
-    record: dict[str, Any] = {"passage_words": params.passage_words, "dense": params.dense, "lucene": params.lucene}
+    record: dict[str, Any] = {
+        "passage_words": params.passage_words,
+        "dense": params.dense,
+        "lucene": params.lucene,
+    }
     if params.dense:
         record["dense_index"] = params.dense_index
     return record

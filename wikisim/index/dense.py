@@ -373,7 +373,9 @@ class DenseRetriever(RankedRetriever):
         if "nprobe" in info:
             faiss.extract_index_ivf(self.index).nprobe = info["nprobe"]
         if "efSearch" in info:
-            cast(Any, self.index).hnsw.efSearch = info["efSearch"]  # an HNSW index (faiss's Python types lack it)
+            cast(Any, self.index).hnsw.efSearch = info[
+                "efSearch"
+            ]  # an HNSW index (faiss's Python types lack it)
         self.passages: PassageStore = passages
         self.manifest_hash = manifest_hash
 

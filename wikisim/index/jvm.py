@@ -32,6 +32,7 @@ def _configure() -> None:
     if not jnius_config.vm_running:
         add = jnius_config.add_options
         if not getattr(add, "_wikisim", False):
+
             def add_options(*opts: str) -> None:
                 add(*[o for o in opts if "jdk.incubator.vector" not in o])
 

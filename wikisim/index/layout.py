@@ -75,7 +75,9 @@ class Index:
     def require_passages(self) -> PassageStore:
         """The passage store, or why this index has none (a bare Lucene index)."""
         if self.passages is None:
-            raise IndexNotBuiltError(f"{self.path} is a bare Lucene index: it has no passage store; {_fix(self.path)}")
+            raise IndexNotBuiltError(
+                f"{self.path} is a bare Lucene index: it has no passage store; {_fix(self.path)}"
+            )
         return self.passages
 
     @property
@@ -119,7 +121,9 @@ class Index:
         from wikisim.index.hybrid import HybridRetriever
 
         sparse = "bm25s" if "bm25s" in self.backends else "lucene"
-        sparse_r, dense_r = (cast(RankedRetriever, self.retriever(name)) for name in (sparse, "dense"))
+        sparse_r, dense_r = (
+            cast(RankedRetriever, self.retriever(name)) for name in (sparse, "dense")
+        )
         return HybridRetriever(sparse_r, dense_r, self.manifest_hash)
 
 

@@ -49,7 +49,9 @@ class RankedRetriever(Retriever):
 
     def hits(self, query: str, ranked: Ranked) -> list[Hit]:
         if self.passages is None:
-            raise IndexNotBuiltError(f"{self.name} retriever has no passage store to make hits from")
+            raise IndexNotBuiltError(
+                f"{self.name} retriever has no passage store to make hits from"
+            )
         found = self.passages.by_docids([d for d, _ in ranked])
         kept = [(d, s, p) for d, s in ranked if (p := found.get(d)) is not None]
         made = snippets([p.text for _, _, p in kept], query)

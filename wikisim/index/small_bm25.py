@@ -33,10 +33,14 @@ class SmallBM25:
         out = []
         for doc, length in zip(self._docs, self._lens, strict=True):
             norm = self.k1 * (1 - self.b + self.b * length / self._avg) if self._avg else self.k1
-            out.append(sum(self._idf[t] * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in q if t in doc))
+            out.append(
+                sum(self._idf[t] * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in q if t in doc)
+            )
         return out
 
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
         """(document index, score) of the best `k` documents with a positive score; ties by index."""
-        ranked = sorted(((i, s) for i, s in enumerate(self.scores(query)) if s > 0), key=lambda x: (-x[1], x[0]))
+        ranked = sorted(
+            ((i, s) for i, s in enumerate(self.scores(query)) if s > 0), key=lambda x: (-x[1], x[0])
+        )
         return ranked[:k]

@@ -93,7 +93,7 @@ def snippets(texts: Sequence[str], query: str, max_chars: int = SNIPPET_CHARS) -
     matched = _matches("\x00".join(low for _, low, _ in layouts), ends, _query_forms(query))
     out, first = [], 0
     for sentences, _, _ in layouts:
-        out.append(_choose(sentences, matched[first:first + len(sentences)], max_chars))
+        out.append(_choose(sentences, matched[first : first + len(sentences)], max_chars))
         first += len(sentences)
     return out
 

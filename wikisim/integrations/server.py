@@ -90,15 +90,22 @@ class Metrics:
                 self.buckets[(endpoint, bound)] += 1
 
     def render(self) -> str:
-        lines = ["# TYPE wikisim_memo_hits_total counter", f"wikisim_memo_hits_total {self.memo_hits}",
-                 "# TYPE wikisim_requests_total counter"]
-        lines += [f'wikisim_requests_total{{endpoint="{e}",status="{s}"}} {n}'
-                  for (e, s), n in sorted(self.requests.items())]
+        lines = [
+            "# TYPE wikisim_memo_hits_total counter",
+            f"wikisim_memo_hits_total {self.memo_hits}",
+            "# TYPE wikisim_requests_total counter",
+        ]
+        lines += [
+            f'wikisim_requests_total{{endpoint="{e}",status="{s}"}} {n}'
+            for (e, s), n in sorted(self.requests.items())
+        ]
         lines.append("# TYPE wikisim_request_seconds histogram")
         for e in sorted(self.count):
             for bound in LATENCY_BUCKETS_S:
                 le = "+Inf" if math.isinf(bound) else repr(bound)
-                lines.append(f'wikisim_request_seconds_bucket{{endpoint="{e}",le="{le}"}} {self.buckets[(e, bound)]}')
+                lines.append(
+                    f'wikisim_request_seconds_bucket{{endpoint="{e}",le="{le}"}} {self.buckets[(e, bound)]}'
+                )
             lines.append(f'wikisim_request_seconds_sum{{endpoint="{e}"}} {self.seconds[e]:.6f}')
             lines.append(f'wikisim_request_seconds_count{{endpoint="{e}"}} {self.count[e]}')
         return "\n".join(lines) + "\n"
@@ -110,19 +117,27 @@ class _Handlers:
     def __init__(self, backend: Backend, limits: ServerLimits):
         self.backend, self.limits, self.metrics = backend, limits, Metrics()
         self.memo: OrderedDict[str, Reply] = OrderedDict()
-        self.endpoints = {name: Endpoint(name, self._args_for(name), self._answer)
-                          for name in ("search", "visit", "scholar")}
-        self.endpoints.update(CompatRoutes(cast("WikiBackend", backend), limits).endpoints())  # serve runs the wiki backend
+        self.endpoints = {
+            name: Endpoint(name, self._args_for(name), self._answer)
+            for name in ("search", "visit", "scholar")
+        }
+        self.endpoints.update(
+            CompatRoutes(cast("WikiBackend", backend), limits).endpoints()
+        )  # serve runs the wiki backend
 
     async def _body(self, request: Request) -> Any:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.limits.max_body_bytes:
-            raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.limits.max_body_bytes}")
+            raise BadRequest(
+                413, f"body of {declared} bytes exceeds the limit of {self.limits.max_body_bytes}"
+            )
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > self.limits.max_body_bytes:
-                raise BadRequest(413, f"body exceeds the limit of {self.limits.max_body_bytes} bytes")
+                raise BadRequest(
+                    413, f"body exceeds the limit of {self.limits.max_body_bytes} bytes"
+                )
         return decode_body(body, request.headers.get("content-type", ""))
 
     async def _run(self, endpoint: Endpoint, request: Request, data: Any = None) -> Response:
@@ -162,19 +177,31 @@ class _Handlers:
                 if not isinstance(url, str) or not url.strip():
                     raise BadRequest(400, f"'url' must be a non-empty string, got {url!r}"[:300])
                 if not isinstance(goal, str) or len(goal) > self.limits.max_query_chars:
-                    raise BadRequest(400, f"'goal' must be a string of at most {self.limits.max_query_chars} characters")
+                    raise BadRequest(
+                        400,
+                        f"'goal' must be a string of at most {self.limits.max_query_chars} characters",
+                    )
                 max_tokens = integer(data, ("max_tokens",), 1500, self.limits.max_tokens)
                 return {"endpoint": endpoint, "url": url, "goal": goal, "max_tokens": max_tokens}
-            queries = strings(data.get("queries"), "queries", self.limits.max_queries, self.limits.max_query_chars)
-            return {"endpoint": endpoint, "queries": queries, "k": integer(data, ("k",), 10, self.limits.max_k)}
+            queries = strings(
+                data.get("queries"), "queries", self.limits.max_queries, self.limits.max_query_chars
+            )
+            return {
+                "endpoint": endpoint,
+                "queries": queries,
+                "k": integer(data, ("k",), 10, self.limits.max_k),
+            }
 
         return args
 
     def _answer(self, args: dict[str, Any], packed: bool) -> Reply:
         endpoint = args["endpoint"]
         if endpoint == "visit":
-            payload: dict[str, Any] = {"page": encode("visit", self.backend.visit(args["url"], args["goal"],
-                                                                                args["max_tokens"]))}
+            payload: dict[str, Any] = {
+                "page": encode(
+                    "visit", self.backend.visit(args["url"], args["goal"], args["max_tokens"])
+                )
+            }
         else:
             results = getattr(self.backend, endpoint)(args["queries"], args["k"])
             payload = {"results": [encode(endpoint, hits) for hits in results]}
@@ -195,8 +222,14 @@ class _Handlers:
         return await self._run(self.endpoints["jina"], request, (target, as_json))
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "backend": self.backend.name,
-                             "manifest_hash": self.backend.manifest_hash, "version": __version__})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "backend": self.backend.name,
+                "manifest_hash": self.backend.manifest_hash,
+                "version": __version__,
+            }
+        )
 
     async def prometheus(self, request: Request) -> Response:
         return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
@@ -204,9 +237,11 @@ class _Handlers:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    hint = {404: f"no endpoint {request.url.path}; use POST /search, /visit, /scholar, /retrieve, /access, "
-                 "/serper/search, GET /jina/<url>, /health or /metrics",
-            405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+    hint = {
+        404: f"no endpoint {request.url.path}; use POST /search, /visit, /scholar, /retrieve, /access, "
+        "/serper/search, GET /jina/<url>, /health or /metrics",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
     return _error(exc.status_code, hint)
 
 

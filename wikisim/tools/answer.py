@@ -16,7 +16,13 @@ class AnswerTool:
             "description": "Give the final answer and end the episode (same as writing <answer>...</answer>).",
             "parameters": {
                 "type": "object",
-                "properties": {"answer": {"type": "string", "minLength": 1, "description": "The final answer, concise."}},
+                "properties": {
+                    "answer": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The final answer, concise.",
+                    }
+                },
                 "required": ["answer"],
             },
         },

@@ -18,8 +18,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def type_name(value: Any) -> str:
-    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array",
-             dict: "an object", type(None): "null"}
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "an object",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -60,7 +67,9 @@ def _matches(value: Any, spec: Mapping[str, Any]) -> str | None:
     """None when `value` fits one alternative of `spec`, else why it fits none."""
     for alt in _spec_types(spec):
         kind = alt.get("type")
-        if kind is None or (kind == "integer" and isinstance(value, int) and not isinstance(value, bool)):
+        if kind is None or (
+            kind == "integer" and isinstance(value, int) and not isinstance(value, bool)
+        ):
             return None
         if kind == "string" and isinstance(value, str):
             if len(value.strip()) < alt.get("minLength", 1):

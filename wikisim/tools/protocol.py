@@ -76,7 +76,9 @@ class ToolCall:
 
     def canonical(self) -> str:
         """The call as sorted JSON: what trajectories record and what info reports."""
-        return json.dumps({"name": self.name, "arguments": self.arguments}, ensure_ascii=False, sort_keys=True)
+        return json.dumps(
+            {"name": self.name, "arguments": self.arguments}, ensure_ascii=False, sort_keys=True
+        )
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def _blocks(text: str, tag: str) -> tuple[list[str], int | None]:
         end = text.find(close_t, start + len(open_t))
         if end < 0:
             return bodies, start
-        bodies.append(text[start + len(open_t):end])
+        bodies.append(text[start + len(open_t) : end])
         pos = end + len(close_t)
     return bodies, None
 
@@ -175,30 +177,42 @@ def _split_code(body: str) -> tuple[str, str | None]:
     end = body.rfind(CODE.close)
     if start < 0 or end < start:
         return body, None
-    code = body[start + len(CODE.open):end].strip()
+    code = body[start + len(CODE.open) : end].strip()
     fence = re.fullmatch(r"```[a-zA-Z0-9]*\n(.*?)\n?```", code, flags=re.S)
     return body[:start], (fence.group(1) if fence else code)
 
 
-def _call_from_object(obj: Any, tools: Mapping[str, Mapping[str, Any]], where: str, code: str | None) -> ToolCall | CallError:
+def _call_from_object(
+    obj: Any, tools: Mapping[str, Mapping[str, Any]], where: str, code: str | None
+) -> ToolCall | CallError:
     shape = 'A tool call is a JSON object {"name": <tool>, "arguments": {...}}'
     if not isinstance(obj, dict):
-        return CallError(f"Error: {where} must be a JSON object, got {type_name(obj)} ({short(obj)}). {shape}.")
+        return CallError(
+            f"Error: {where} must be a JSON object, got {type_name(obj)} ({short(obj)}). {shape}."
+        )
     name = obj.get("name")
     if not isinstance(name, str) or not name:
-        got = "no \"name\"" if "name" not in obj else f'"name" {type_name(name)} ({short(name, 40)})'
-        return CallError(f'Error: {where} has {got}; "name" must be one of: {", ".join(tools)}. {shape}.')
+        got = 'no "name"' if "name" not in obj else f'"name" {type_name(name)} ({short(name, 40)})'
+        return CallError(
+            f'Error: {where} has {got}; "name" must be one of: {", ".join(tools)}. {shape}.'
+        )
     canonical = ALIASES.get(name, name)
     if canonical not in tools:
         close = difflib.get_close_matches(name, list(tools) + list(ALIASES), n=1)
         hint = f' Did you mean "{ALIASES.get(close[0], close[0])}"?' if close else ""
-        return CallError(f'Error: {where} names an unknown tool {short(name, 40)}.{hint} Available tools: {", ".join(tools)}.', name)
+        return CallError(
+            f"Error: {where} names an unknown tool {short(name, 40)}.{hint} Available tools: {', '.join(tools)}.",
+            name,
+        )
     extra = set(obj) - {"name", "arguments"}
     if extra:
         return CallError(f"Error: {where} has unexpected keys {sorted(extra)}. {shape}.", canonical)
     arguments = obj.get("arguments", {} if code is not None else None)
     if arguments is None and "arguments" not in obj:
-        return CallError(f'Error: {where} ({canonical}) has no "arguments". Usage: {usage(canonical, tools[canonical])}', canonical)
+        return CallError(
+            f'Error: {where} ({canonical}) has no "arguments". Usage: {usage(canonical, tools[canonical])}',
+            canonical,
+        )
     if isinstance(arguments, str):  # OpenAI's wire form: arguments as a JSON string
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments)
@@ -208,10 +222,14 @@ def _call_from_object(obj: Any, tools: Mapping[str, Mapping[str, Any]], where: s
         check_arguments(canonical, tools[canonical], arguments)
     except ToolCallError as e:
         return CallError(f"Error: {where}: {e}", canonical)
-    return ToolCall(canonical, dict(cast(dict[str, Any], arguments)))  # check_arguments made sure it is an object
+    return ToolCall(
+        canonical, dict(cast(dict[str, Any], arguments))
+    )  # check_arguments made sure it is an object
 
 
-def _parse_call(body: str, tools: Mapping[str, Mapping[str, Any]], where: str) -> ToolCall | CallError:
+def _parse_call(
+    body: str, tools: Mapping[str, Mapping[str, Any]], where: str
+) -> ToolCall | CallError:
     head, code = _split_code(body)
     head = head.strip()
     try:
@@ -240,7 +258,9 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
     if isinstance(text, CallError):
         return Action("", (text,))
     think, rest = "", text
-    if THINK.close in text:  # released chat templates open <think> in the prompt: the tag may be missing
+    if (
+        THINK.close in text
+    ):  # released chat templates open <think> in the prompt: the tag may be missing
         head, rest = text.split(THINK.close, 1)
         think = head.split(THINK.open, 1)[-1].strip()
     answers, open_answer = _blocks(rest, ANSWER.name)
@@ -249,7 +269,14 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
         answer = answers[0].strip()
         if answer:
             return Action(think, (), answer)
-        return Action(think, (CallError("Error: <answer></answer> is empty; put the final answer between the tags."),))
+        return Action(
+            think,
+            (
+                CallError(
+                    "Error: <answer></answer> is empty; put the final answer between the tags."
+                ),
+            ),
+        )
     if not bodies:
         return Action(think, (_no_call(open_call, open_answer, tools),))
     return _calls(think, bodies, open_call, tools)
@@ -261,33 +288,50 @@ def _turn_text(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> str | Cal
         try:
             action = action.decode("utf-8")
         except UnicodeDecodeError as e:
-            return CallError(f"Error: the turn is not valid UTF-8 ({e}). Send text. {format_help(tools)}")
+            return CallError(
+                f"Error: the turn is not valid UTF-8 ({e}). Send text. {format_help(tools)}"
+            )
     if not isinstance(action, str):
-        return CallError(f"Error: an action must be a string (the turn's text) or a dict "
-                         f'{{"name", "arguments"}}, got {type(action).__name__}. {format_help(tools)}')
+        return CallError(
+            f"Error: an action must be a string (the turn's text) or a dict "
+            f'{{"name", "arguments"}}, got {type(action).__name__}. {format_help(tools)}'
+        )
     if len(action) > MAX_ACTION_CHARS:
-        return CallError(f"Error: the turn is {len(action):,} characters long; at most "
-                         f"{MAX_ACTION_CHARS:,} are accepted. {format_help(tools)}")
+        return CallError(
+            f"Error: the turn is {len(action):,} characters long; at most "
+            f"{MAX_ACTION_CHARS:,} are accepted. {format_help(tools)}"
+        )
     bad = _SURROGATE.search(action)
     if bad:
         n = len(_SURROGATE.findall(action))
         return CallError(
             f"Error: the turn contains {n} unpaired UTF-16 surrogate code point(s) (first {bad.group()!r} at "
-            f"character {bad.start()}), which is not valid UTF-8 text. Send valid Unicode. {format_help(tools)}")
+            f"character {bad.start()}), which is not valid UTF-8 text. Send valid Unicode. {format_help(tools)}"
+        )
     if not action.strip():
         return CallError(f"Error: the turn is empty. {format_help(tools)}")
     return action
 
 
-def _no_call(open_call: int | None, open_answer: int | None, tools: Mapping[str, Mapping[str, Any]]) -> CallError:
+def _no_call(
+    open_call: int | None, open_answer: int | None, tools: Mapping[str, Mapping[str, Any]]
+) -> CallError:
     if open_call is not None:
-        return CallError(f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>. {format_help(tools)}")
+        return CallError(
+            f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>. {format_help(tools)}"
+        )
     if open_answer is not None:
-        return CallError(f"Error: the <answer> at character {open_answer} is never closed with </answer>. {format_help(tools)}")
-    return CallError(f"Error: the turn has no <tool_call>...</tool_call> and no <answer>...</answer>. {format_help(tools)}")
+        return CallError(
+            f"Error: the <answer> at character {open_answer} is never closed with </answer>. {format_help(tools)}"
+        )
+    return CallError(
+        f"Error: the turn has no <tool_call>...</tool_call> and no <answer>...</answer>. {format_help(tools)}"
+    )
 
 
-def _calls(think: str, bodies: Sequence[str], open_call: int | None, tools: Mapping[str, Mapping[str, Any]]) -> Action:
+def _calls(
+    think: str, bodies: Sequence[str], open_call: int | None, tools: Mapping[str, Mapping[str, Any]]
+) -> Action:
     """The turn's calls in order; a valid call of the answer tool ends the turn as an answer."""
     items: list[ToolCall | CallError] = []
     for i, body in enumerate(bodies[:MAX_CALLS_PER_TURN]):
@@ -299,8 +343,16 @@ def _calls(think: str, bodies: Sequence[str], open_call: int | None, tools: Mapp
                 return Action(think, (), answer)
         items.append(item)
     if len(bodies) > MAX_CALLS_PER_TURN:
-        items.append(CallError(f"Error: the turn has {len(bodies)} tool calls; only the first "
-                               f"{MAX_CALLS_PER_TURN} were run. Split the rest over later turns."))
+        items.append(
+            CallError(
+                f"Error: the turn has {len(bodies)} tool calls; only the first "
+                f"{MAX_CALLS_PER_TURN} were run. Split the rest over later turns."
+            )
+        )
     if open_call is not None:
-        items.append(CallError(f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>; it was not run."))
+        items.append(
+            CallError(
+                f"Error: the <tool_call> at character {open_call} is never closed with </tool_call>; it was not run."
+            )
+        )
     return Action(think, tuple(items))

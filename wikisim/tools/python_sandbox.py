@@ -50,14 +50,22 @@ class PythonTool:
     def __init__(self, config: SandboxConfig | None = None, **limits: Any) -> None:
         """Either a `SandboxConfig` or its fields as keywords: `PythonTool(wall_seconds=5)`."""
         if config is not None and limits:
-            raise ConfigError(f"PythonTool got both config= and limits {sorted(limits)}; pass one of them")
+            raise ConfigError(
+                f"PythonTool got both config= and limits {sorted(limits)}; pass one of them"
+            )
         try:
             self.config = config or SandboxConfig(**limits)
         except TypeError as exc:
-            raise ConfigError(f"PythonTool: {exc}; the limits are the fields of SandboxConfig") from exc
+            raise ConfigError(
+                f"PythonTool: {exc}; the limits are the fields of SandboxConfig"
+            ) from exc
         self.last_result: SandboxResult | None = None  # of the last call that ran: for `info`
-        description = DESCRIPTION.format(wall=self.config.wall_seconds, cpu=self.config.cpu_seconds,
-                                         mem=self.config.memory_mb, chars=self.config.output_chars)
+        description = DESCRIPTION.format(
+            wall=self.config.wall_seconds,
+            cpu=self.config.cpu_seconds,
+            mem=self.config.memory_mb,
+            chars=self.config.output_chars,
+        )
         self.schema: dict[str, Any] = {
             "type": "function",
             "function": {
@@ -65,7 +73,9 @@ class PythonTool:
                 "description": description,
                 "parameters": {
                     "type": "object",
-                    "properties": {"code": {"type": "string", "description": "Python 3 source to run."}},
+                    "properties": {
+                        "code": {"type": "string", "description": "Python 3 source to run."}
+                    },
                     "required": ["code"],
                 },
             },
@@ -79,10 +89,20 @@ class PythonTool:
     def __call__(self, **arguments: Any) -> ToolOutput:
         code = arguments["code"]
         if len(code) > self.config.max_code_chars:
-            return ToolOutput(f"Error: argument 'code' has {len(code)} characters, over the limit of "
-                              f"{self.config.max_code_chars}; send a shorter program", ok=False)
+            return ToolOutput(
+                f"Error: argument 'code' has {len(code)} characters, over the limit of "
+                f"{self.config.max_code_chars}; send a shorter program",
+                ok=False,
+            )
         try:
             self.last_result = self.run(code)
-        except (BackendError, OSError) as exc:  # no sandbox here, or the host is out of processes/fds
-            return ToolOutput(f"Error: the python sandbox is unavailable on this host: {exc}", ok=False)
-        return ToolOutput(self.last_result.observation)  # the program ran; its own failure is in the text
+        except (
+            BackendError,
+            OSError,
+        ) as exc:  # no sandbox here, or the host is out of processes/fds
+            return ToolOutput(
+                f"Error: the python sandbox is unavailable on this host: {exc}", ok=False
+            )
+        return ToolOutput(
+            self.last_result.observation
+        )  # the program ran; its own failure is in the text

@@ -64,13 +64,21 @@ class ToolBox:
         try:
             out = self.tools[call.name](**call.arguments)
         except Exception as e:  # a tool bug must not end the episode; the message says which tool
-            out = ToolOutput(f"Error: the {call.name} tool failed unexpectedly ({type(e).__name__}: {e}). Try another call.", ok=False)
+            out = ToolOutput(
+                f"Error: the {call.name} tool failed unexpectedly ({type(e).__name__}: {e}). Try another call.",
+                ok=False,
+            )
         return ToolResult(call.name, out.text, out.ok, time.perf_counter() - start)
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         """Check then run a call made directly (servers, adapters): a bad call is an error result."""
         if name not in self.tools:
-            return ToolResult(name, f"Error: unknown tool {name!r}; available tools: {', '.join(self.tools)}.", False, 0.0)
+            return ToolResult(
+                name,
+                f"Error: unknown tool {name!r}; available tools: {', '.join(self.tools)}.",
+                False,
+                0.0,
+            )
         try:
             check_arguments(name, self.parameters[name], arguments)
         except ToolCallError as e:
@@ -78,13 +86,23 @@ class ToolBox:
         return self.run(ToolCall(name, dict(arguments)))
 
 
-def default_toolbox(backend: Backend, *, k: int = 10, visit_tokens: int = 1500, python: bool | None = None,
-                    python_limits: dict[str, Any] | None = None) -> ToolBox:
+def default_toolbox(
+    backend: Backend,
+    *,
+    k: int = 10,
+    visit_tokens: int = 1500,
+    python: bool | None = None,
+    python_limits: dict[str, Any] | None = None,
+) -> ToolBox:
     """search, visit, scholar, python (when the sandbox is installed, or `python=True`), answer.
 
     `python_limits` are SandboxConfig fields (wall_seconds, cpu_seconds, memory_mb, ...).
     """
-    tools: list[Tool] = [SearchTool(backend, k), VisitTool(backend, visit_tokens), ScholarTool(backend, k)]
+    tools: list[Tool] = [
+        SearchTool(backend, k),
+        VisitTool(backend, visit_tokens),
+        ScholarTool(backend, k),
+    ]
     if python or (python is None and python_available()):
         from wikisim.tools.python_sandbox import PythonTool, SandboxConfig
 

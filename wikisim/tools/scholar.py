@@ -36,10 +36,15 @@ def format_scholar(query: str, hits: Sequence[ScholarHit]) -> str:
         if h.doi:
             lines.append(f"DOI: {h.doi}")
         shown = ", ".join(h.cited_by[:MAX_CITED_BY])
-        more = f" and {len(h.cited_by) - MAX_CITED_BY} more" if len(h.cited_by) > MAX_CITED_BY else ""
+        more = (
+            f" and {len(h.cited_by) - MAX_CITED_BY} more" if len(h.cited_by) > MAX_CITED_BY else ""
+        )
         lines.append(f"citedBy: {len(h.cited_by)} page(s): {shown}{more}")
         items.append("\n".join(lines))
-    return f"A Google scholar for '{query}' found {len(items)} results:\n\n## Scholar Results\n" + "\n\n".join(items)
+    return (
+        f"A Google scholar for '{query}' found {len(items)} results:\n\n## Scholar Results\n"
+        + "\n\n".join(items)
+    )
 
 
 class ScholarTool(QueryTool):

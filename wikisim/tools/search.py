@@ -22,7 +22,12 @@ def query_spec(what: str) -> dict[str, Any]:
     return {
         "anyOf": [
             {"type": "string", "minLength": 1},
-            {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": MAX_QUERIES},
+            {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "maxItems": MAX_QUERIES,
+            },
         ],
         "description": f"One {what} query, or an array of complementary queries run in one call.",
     }
@@ -36,7 +41,10 @@ def format_search(query: str, hits: Sequence[Hit]) -> str:
     if not hits:
         return f"No results found for '{query}'. Try with a more general query."
     items = [f"{i}. [{h.title}]({h.url})\n\n{h.snippet}" for i, h in enumerate(hits, 1)]
-    return f"A Google search for '{query}' found {len(items)} results:\n\n## Web Results\n" + "\n\n".join(items)
+    return (
+        f"A Google search for '{query}' found {len(items)} results:\n\n## Web Results\n"
+        + "\n\n".join(items)
+    )
 
 
 class QueryTool:
@@ -48,7 +56,9 @@ class QueryTool:
 
     name: str
 
-    def __init__(self, backend: Backend, k: int, description: str, page: Callable[[str, Sequence[Any]], str]) -> None:
+    def __init__(
+        self, backend: Backend, k: int, description: str, page: Callable[[str, Sequence[Any]], str]
+    ) -> None:
         self.backend = backend
         self.k = k
         self.page = page
@@ -57,7 +67,11 @@ class QueryTool:
             "function": {
                 "name": self.name,
                 "description": description,
-                "parameters": {"type": "object", "properties": {"query": query_spec(self.name)}, "required": ["query"]},
+                "parameters": {
+                    "type": "object",
+                    "properties": {"query": query_spec(self.name)},
+                    "required": ["query"],
+                },
             },
         }
 
@@ -66,8 +80,14 @@ class QueryTool:
         try:
             results = getattr(self.backend, self.name)(queries, self.k)
         except WikisimError as e:
-            return ToolOutput(f"Error: {self.name} failed on the {self.backend.name} backend: {e}", ok=False)
-        return ToolOutput(QUERY_SEPARATOR.join(self.page(q, hits) for q, hits in zip(queries, results, strict=True)))
+            return ToolOutput(
+                f"Error: {self.name} failed on the {self.backend.name} backend: {e}", ok=False
+            )
+        return ToolOutput(
+            QUERY_SEPARATOR.join(
+                self.page(q, hits) for q, hits in zip(queries, results, strict=True)
+            )
+        )
 
 
 class SearchTool(QueryTool):

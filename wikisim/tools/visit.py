@@ -15,7 +15,9 @@ from wikisim.tools.base import ToolOutput
 from wikisim.tools.search import QUERY_SEPARATOR, as_list
 
 MAX_URLS = 5
-NOT_FOUND_SUMMARY = "The webpage content could not be processed, and therefore, no information is available."
+NOT_FOUND_SUMMARY = (
+    "The webpage content could not be processed, and therefore, no information is available."
+)
 
 
 def format_visit(url: str, goal: str, view: PageView) -> str:
@@ -48,13 +50,20 @@ class VisitTool:
                         "url": {
                             "anyOf": [
                                 {"type": "string", "minLength": 1},
-                                {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-                                 "maxItems": MAX_URLS},
+                                {
+                                    "type": "array",
+                                    "items": {"type": "string", "minLength": 1},
+                                    "minItems": 1,
+                                    "maxItems": MAX_URLS,
+                                },
                             ],
                             "description": "The URL(s) (or page titles) to visit.",
                         },
-                        "goal": {"type": "string", "minLength": 1,
-                                 "description": "The specific information goal for visiting the page(s)."},
+                        "goal": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "The specific information goal for visiting the page(s).",
+                        },
                     },
                     "required": ["url", "goal"],
                 },
@@ -69,7 +78,12 @@ class VisitTool:
                 view = self.backend.visit(url, goal, self.max_tokens)
                 ok.append(True)
             except WikisimError as e:
-                view = PageView(url=url, title="", found=False, extract=f"The {self.backend.name} backend failed: {e}.")
+                view = PageView(
+                    url=url,
+                    title="",
+                    found=False,
+                    extract=f"The {self.backend.name} backend failed: {e}.",
+                )
                 ok.append(False)
             out.append(format_visit(url, goal, view))
         return ToolOutput(QUERY_SEPARATOR.join(out), ok=all(ok))

@@ -39,18 +39,28 @@ def make_policy(
         return SearchAnswerPolicy(chat)
     if spec == "oracle":
         if tasks is None:
-            raise ConfigError("the oracle policy needs the task set it answers: make_policy('oracle', tasks=...)")
+            raise ConfigError(
+                "the oracle policy needs the task set it answers: make_policy('oracle', tasks=...)"
+            )
         return OraclePolicy(tasks, chat)
     if spec.startswith("openai:"):
         from agent.rollout.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
         model, _, base_url = spec[len("openai:") :].partition("@")
         if not model or not base_url:
-            raise ConfigError(f"policy {spec!r}: write openai:MODEL@BASE_URL, e.g. openai:qwen@http://127.0.0.1:8000/v1")
+            raise ConfigError(
+                f"policy {spec!r}: write openai:MODEL@BASE_URL, e.g. openai:qwen@http://127.0.0.1:8000/v1"
+            )
         import os
 
-        config = OpenAIConfig(base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY"),
-                              temperature=temperature, top_p=top_p, concurrency=batch_size)
+        config = OpenAIConfig(
+            base_url=base_url,
+            model=model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            temperature=temperature,
+            top_p=top_p,
+            concurrency=batch_size,
+        )
         return OpenAIPolicy(config, chat=chat)
     from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 

@@ -20,7 +20,9 @@ from transformers.cache_utils import Cache, DynamicLayer
 if TYPE_CHECKING:  # the layer kinds transformers' Cache is typed with
     from transformers.cache_utils import CacheLayerMixin, DummyLayer, LinearAttentionCacheLayerMixin
 
-Past = tuple[tuple[torch.Tensor, torch.Tensor], ...]  # per layer (keys, values), [kv_heads, length, head_dim]
+Past = tuple[
+    tuple[torch.Tensor, torch.Tensor], ...
+]  # per layer (keys, values), [kv_heads, length, head_dim]
 
 
 class BufferedLayer(DynamicLayer):
@@ -43,8 +45,12 @@ class BufferedLayer(DynamicLayer):
         end = self._len + key_states.shape[-2]
         if end > self._k.shape[-2]:  # out of room: grow by doubling (amortised O(1) per token)
             grow = max(end, 2 * self._k.shape[-2]) - self._k.shape[-2]
-            self._k = torch.cat([self._k, self._k.new_empty((*self._k.shape[:2], grow, self._k.shape[-1]))], dim=-2)
-            self._v = torch.cat([self._v, self._v.new_empty((*self._v.shape[:2], grow, self._v.shape[-1]))], dim=-2)
+            self._k = torch.cat(
+                [self._k, self._k.new_empty((*self._k.shape[:2], grow, self._k.shape[-1]))], dim=-2
+            )
+            self._v = torch.cat(
+                [self._v, self._v.new_empty((*self._v.shape[:2], grow, self._v.shape[-1]))], dim=-2
+            )
         self._k[:, :, self._len : end], self._v[:, :, self._len : end] = key_states, value_states
         self._len = end
         self._view()
@@ -87,7 +93,9 @@ def buffered(cache: Cache, room: int) -> Cache:
 
 def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
     """Row `row`'s keys and values at the given columns (its real tokens), copied out of the batch."""
-    return tuple((k[row][:, columns].clone(), v[row][:, columns].clone()) for k, v in map(_kv, cache.layers))
+    return tuple(
+        (k[row][:, columns].clone(), v[row][:, columns].clone()) for k, v in map(_kv, cache.layers)
+    )
 
 
 def _kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,7 +103,9 @@ def _kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
     kinds, some without keys, and the keys as optional until the first update)."""
     keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
     if keys is None or values is None:
-        raise TypeError(f"{type(layer).__name__} holds no keys and values: the KV store needs attention layers")
+        raise TypeError(
+            f"{type(layer).__name__} holds no keys and values: the KV store needs attention layers"
+        )
     return keys, values
 
 

@@ -62,7 +62,12 @@ class OpenAIConfig:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url={self.base_url!r} must start with http:// or https://")
-        if self.timeout_s <= 0 or self.max_attempts < 1 or self.concurrency < 1 or self.backoff_s < 0:
+        if (
+            self.timeout_s <= 0
+            or self.max_attempts < 1
+            or self.concurrency < 1
+            or self.backoff_s < 0
+        ):
             raise ConfigError(
                 f"timeout_s={self.timeout_s}, max_attempts={self.max_attempts}, concurrency={self.concurrency}, "
                 f"backoff_s={self.backoff_s}: need timeout_s > 0, max_attempts >= 1, concurrency >= 1, backoff_s >= 0"
@@ -72,7 +77,9 @@ class OpenAIConfig:
 class OpenAIPolicy:
     """Chat completions over HTTP; `chat` (optional) gives trajectories token ids in a local tokenizer."""
 
-    def __init__(self, config: OpenAIConfig, *, name: str | None = None, chat: ChatFormat | None = None):
+    def __init__(
+        self, config: OpenAIConfig, *, name: str | None = None, chat: ChatFormat | None = None
+    ):
         self.config = config
         self.name = name or f"openai:{config.model}"
         self.chat = chat
@@ -97,11 +104,15 @@ class OpenAIPolicy:
         retrying = Retrying(
             stop=stop_after_attempt(cfg.max_attempts),
             wait=wait_exponential(multiplier=cfg.backoff_s, max=cfg.max_backoff_s),
-            retry=retry_if_exception_type((httpx.TimeoutException, httpx.TransportError, RetryableError)),
+            retry=retry_if_exception_type(
+                (httpx.TimeoutException, httpx.TransportError, RetryableError)
+            ),
             reraise=True,
         )
         if cfg.token_in and not request.ids:
-            raise ConfigError("OpenAIConfig.token_in needs token contexts: give the policy a chat format (tokenizer)")
+            raise ConfigError(
+                "OpenAIConfig.token_in needs token contexts: give the policy a chat format (tokenizer)"
+            )
         try:
             return retrying(self._post, request)
         except (httpx.HTTPError, RetryableError) as e:
@@ -134,7 +145,11 @@ class OpenAIPolicy:
                 f"{cfg.base_url}{route} answered HTTP {response.status_code}: {response.text[:300]}; "
                 "check model name, api_key and request"
             )
-        return _sampled(response) if cfg.token_in else Generation(text=close_stopped(_content(response)))
+        return (
+            _sampled(response)
+            if cfg.token_in
+            else Generation(text=close_stopped(_content(response)))
+        )
 
 
 def _content(response: httpx.Response) -> str:
@@ -153,7 +168,12 @@ def _sampled(response: httpx.Response) -> Generation:
     try:
         choice = response.json()["choices"][0]
         ids, logprobs = choice["token_ids"], choice["logprobs"]["token_logprobs"]
-        return Generation(text=choice.get("text") or "", ids=tuple(int(i) for i in ids),
-                          logprobs=tuple(float(x) for x in logprobs))
+        return Generation(
+            text=choice.get("text") or "",
+            ids=tuple(int(i) for i in ids),
+            logprobs=tuple(float(x) for x in logprobs),
+        )
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as e:
-        raise RetryableError(f"completion without token_ids and token_logprobs {response.text[:200]!r}") from e
+        raise RetryableError(
+            f"completion without token_ids and token_logprobs {response.text[:200]!r}"
+        ) from e

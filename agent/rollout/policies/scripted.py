@@ -20,13 +20,77 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPAN = re.compile(
     r"(?:[A-Z][\w'\-.]*|\d[\d,.]*)(?:\s+(?:of|the|de|von|van|and|[A-Z][\w'\-.]*|\d[\d,.]*))*"
 )
-_YES_NO = ("is ", "are ", "was ", "were ", "do ", "does ", "did ", "can ", "has ", "have ", "could ")
-STOPWORDS = frozenset({
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or",
-    "is", "are", "was", "were", "be", "been", "what", "which", "who", "whom", "whose", "when", "where", "why",
-    "how", "did", "does", "do", "that", "this", "these", "those", "as", "its", "it", "his", "her", "their",
-    "there", "than", "then", "into", "about", "after", "before", "also", "many", "much", "name", "named",
-})
+_YES_NO = (
+    "is ",
+    "are ",
+    "was ",
+    "were ",
+    "do ",
+    "does ",
+    "did ",
+    "can ",
+    "has ",
+    "have ",
+    "could ",
+)
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "by",
+        "with",
+        "from",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "that",
+        "this",
+        "these",
+        "those",
+        "as",
+        "its",
+        "it",
+        "his",
+        "her",
+        "their",
+        "there",
+        "than",
+        "then",
+        "into",
+        "about",
+        "after",
+        "before",
+        "also",
+        "many",
+        "much",
+        "name",
+        "named",
+    }
+)
 
 
 _NUMERIC_CUES = ("year", "when", "how many", "how much", "how old", "date", "how long")
@@ -61,7 +125,9 @@ def best_span(question: str, text: str) -> str:
     body = _URL.sub(" ", text.replace(TOOL_RESPONSE.open, " ").replace(TOOL_RESPONSE.close, " "))
     body = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
     # drop tool boilerplate that echoes the question (e.g. "... for user goal <question> ...")
-    sentences = [s.strip() for s in _SENTENCE.split(body) if len(s.strip()) > 3 and question.strip() not in s]
+    sentences = [
+        s.strip() for s in _SENTENCE.split(body) if len(s.strip()) > 3 and question.strip() not in s
+    ]
     if not sentences:
         return ""
     ranked = sorted(range(len(sentences)), key=lambda i: (-len(qstems & _stems(sentences[i])), i))
@@ -102,12 +168,18 @@ class SearchAnswerPolicy(_ScriptedPolicy):
         question = request.messages[1]["content"]
         seen = observations(request)
         if request.turn == 0:
-            return format_tool_call("search", {"query": [question]}, think="Search for the question.")
+            return format_tool_call(
+                "search", {"query": [question]}, think="Search for the question."
+            )
         if request.turn == 1:
             urls = _URL.findall(seen[-1]) if seen else []
             if urls:
-                return format_tool_call("visit", {"url": [urls[0]], "goal": question}, think="Read the top hit.")
-        return format_answer(best_span(question, seen[-1] if seen else ""), think="Answer from the page.")
+                return format_tool_call(
+                    "visit", {"url": [urls[0]], "goal": question}, think="Read the top hit."
+                )
+        return format_answer(
+            best_span(question, seen[-1] if seen else ""), think="Answer from the page."
+        )
 
 
 class OraclePolicy(_ScriptedPolicy):
@@ -129,8 +201,12 @@ class OraclePolicy(_ScriptedPolicy):
         task: Task = self.tasks.by_question(request.question)
         evidence = list(task.evidence)
         if request.turn == 0:
-            return format_tool_call("search", {"query": [question]}, think="Find the pages the question is about.")
+            return format_tool_call(
+                "search", {"query": [question]}, think="Find the pages the question is about."
+            )
         if request.turn - 1 < len(evidence):
             url = evidence[request.turn - 1]
-            return format_tool_call("visit", {"url": [url], "goal": question}, think=f"Read the evidence page {url}.")
+            return format_tool_call(
+                "visit", {"url": [url], "goal": question}, think=f"Read the evidence page {url}."
+            )
         return format_answer(task.answers[0], think="The evidence pages give the answer.")

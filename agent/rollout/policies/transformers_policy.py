@@ -53,19 +53,34 @@ class SamplingConfig:
 class TransformersPolicy:
     """Any local causal LM folder (or the bundled SmolLM2) acting in the ReAct format."""
 
-    def __init__(self, tokenizer: Any, model: Any, *, name: str = "transformers", sampling: SamplingConfig | None = None):
+    def __init__(
+        self,
+        tokenizer: Any,
+        model: Any,
+        *,
+        name: str = "transformers",
+        sampling: SamplingConfig | None = None,
+    ):
         self.name = name
         self.tokenizer, self.model = tokenizer, model  # the caller sets train/eval mode
         self.sampling = sampling or SamplingConfig()
         self.chat = ChatFormat(tokenizer)
-        self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")) if isinstance(i, int) and i >= 0}
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.stop_ids = {
+            i
+            for i in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>"))
+            if isinstance(i, int) and i >= 0
+        }
+        self.pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
         self.generated_tokens = 0  # running count, read by benchmarks
         self._prefixes: dict[tuple[int, ...], Past] = {}
         self._pasts = KVStore()
 
     @classmethod
-    def from_path(cls, path: str | Path, *, sampling: SamplingConfig | None = None) -> TransformersPolicy:
+    def from_path(
+        cls, path: str | Path, *, sampling: SamplingConfig | None = None
+    ) -> TransformersPolicy:
         from agent.rollout.models import load_local
 
         tokenizer, model = load_local(path)
@@ -84,8 +99,12 @@ class TransformersPolicy:
         self._pasts.mark()
         for start in range(0, len(requests), bs):
             chunk = requests[start : start + bs]
-            rows = self.generate([list(r.ids) for r in chunk], [r.max_new_tokens for r in chunk],
-                                 [r.seed for r in chunk], keep=True)
+            rows = self.generate(
+                [list(r.ids) for r in chunk],
+                [r.max_new_tokens for r in chunk],
+                [r.seed for r in chunk],
+                keep=True,
+            )
             for ids, logprobs in rows:
                 text = self.tokenizer.decode(ids, skip_special_tokens=False)
                 out.append(Generation(text=text, ids=tuple(ids), logprobs=tuple(logprobs)))
@@ -93,8 +112,9 @@ class TransformersPolicy:
         return out
 
     @torch.inference_mode()
-    def generate(self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *,
-                 keep: bool = False) -> list[tuple[list[int], list[float]]]:
+    def generate(
+        self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *, keep: bool = False
+    ) -> list[tuple[list[int], list[float]]]:
         """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row.
 
         Args:
@@ -102,7 +122,9 @@ class TransformersPolicy:
                 turn of the episode) prefills only the new tokens; `act` sweeps the store.
         """
         if any(not c for c in contexts):
-            raise ConfigError("TransformersPolicy needs token contexts; build episodes with a ChatFormat")
+            raise ConfigError(
+                "TransformersPolicy needs token contexts; build episodes with a ChatFormat"
+            )
         n = len(contexts)
         dev = self.model.device
         starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
@@ -117,21 +139,35 @@ class TransformersPolicy:
         input_ids = input_ids.to(dev)
         mask = torch.cat([past_mask, new_mask], dim=1).to(dev)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, past_mask.shape[1] :]
-        result = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
-                            use_cache=True, logits_to_keep=1)
+        result = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
         live = list(range(n))  # the original row of each batch row
         # rows sample on the CPU from their own seeded generators (the same ids on any device)
-        logits, nxt = result.logits[:, -1, :].float().cpu(), torch.full((n,), self.pad_id, dtype=torch.long)
+        logits, nxt = (
+            result.logits[:, -1, :].float().cpu(),
+            torch.full((n,), self.pad_id, dtype=torch.long),
+        )
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
         while True:
             if len(stay) < len(live):  # drop finished rows: the batch shrinks as turns end
                 idx = torch.tensor(stay)
                 cache.batch_select_indices(idx.to(dev))
-                mask, positions, logits, nxt = mask[idx.to(dev)], positions[idx.to(dev)], logits[idx], nxt[idx]
+                mask, positions, logits, nxt = (
+                    mask[idx.to(dev)],
+                    positions[idx.to(dev)],
+                    logits[idx],
+                    nxt[idx],
+                )
                 live = [live[b] for b in stay]
             if not live:
                 break
@@ -144,13 +180,22 @@ class TransformersPolicy:
                 if not self._stopped(out_ids[i], max_new[i]):
                     stay.append(b)
                 elif keep:  # its cache holds the context and this turn but the last token
-                    self._pasts.put(contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0]))
+                    self._pasts.put(
+                        contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0])
+                    )
             if not stay:
                 break
-            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1)
+            mask = torch.cat(
+                [mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1
+            )
             positions = positions[:, -1:] + 1
-            result = self.model(input_ids=nxt[:, None].to(dev), attention_mask=mask, position_ids=positions,
-                                cache=cache, use_cache=True)
+            result = self.model(
+                input_ids=nxt[:, None].to(dev),
+                attention_mask=mask,
+                position_ids=positions,
+                cache=cache,
+                use_cache=True,
+            )
             logits = result.logits[:, -1, :].float().cpu()
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
@@ -169,8 +214,11 @@ class TransformersPolicy:
             return 0, None
         prefix = tuple(context[:end])
         if prefix not in self._prefixes:
-            out = self.model(input_ids=torch.tensor([prefix], device=self.model.device), use_cache=True,
-                             logits_to_keep=1)
+            out = self.model(
+                input_ids=torch.tensor([prefix], device=self.model.device),
+                use_cache=True,
+                logits_to_keep=1,
+            )
             past = tuple((layer.keys[0], layer.values[0]) for layer in out.cache.layers)
             self._prefixes = {prefix: past}  # one system prompt per run: keep the latest only
         return end, self._prefixes[prefix]

@@ -10,8 +10,15 @@ from fakes.providers import FakeProviders
 
 from wikisim.backends.executor import ExecutorConfig, ToolPolicy
 
-FAST = ToolPolicy(timeout_s=0.5, max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.2, jitter=0.5,
-                  breaker_failures=50, breaker_reset_s=0.2)
+FAST = ToolPolicy(
+    timeout_s=0.5,
+    max_attempts=3,
+    backoff_base_s=0.01,
+    backoff_max_s=0.2,
+    jitter=0.5,
+    breaker_failures=50,
+    breaker_reset_s=0.2,
+)
 
 
 @pytest.fixture

@@ -12,7 +12,13 @@ from wikisim.backends.web import WebBackend
 
 ACTIONS = [
     {"name": "search", "arguments": {"query": ["Anarchism origin of the word"]}},
-    {"name": "visit", "arguments": {"url": "https://en.wikipedia.org/wiki/Anarchism", "goal": "origin of the word"}},
+    {
+        "name": "visit",
+        "arguments": {
+            "url": "https://en.wikipedia.org/wiki/Anarchism",
+            "goal": "origin of the word",
+        },
+    },
     {"name": "scholar", "arguments": {"query": ["anarchism history"]}},
 ]
 
@@ -34,8 +40,12 @@ def test_same_policy_on_wiki_and_web(fake, sample_index, monkeypatch, tmp_path):
     for key, value in fake.env().items():
         monkeypatch.setenv(key, value)
     wiki = episode(gym.make("WikiSim-v0", index=sample_index, python=False).unwrapped)
-    web_env = gym.make("WikiSim-v0", backend="web", python=False,
-                       backend_kwargs={"cache_path": tmp_path / "web.sqlite"}).unwrapped
+    web_env = gym.make(
+        "WikiSim-v0",
+        backend="web",
+        python=False,
+        backend_kwargs={"cache_path": tmp_path / "web.sqlite"},
+    ).unwrapped
     web = episode(web_env)
     assert web[0] == wiki[0]  # the same question
     assert "example.org/anarchism-origin-of-the-word/1" in web[1] and "Wikipedia" not in web[1]
@@ -43,13 +53,23 @@ def test_same_policy_on_wiki_and_web(fake, sample_index, monkeypatch, tmp_path):
     assert "A study of anarchism history" in web[3]
     assert fake.calls["serper"] == 2 and fake.calls["jina"] == 1
     web_env.reset(seed=0)
-    _, _, _, _, info = web_env.step({"name": "search", "arguments": {"query": "Anarchism origin of the word"}})
+    _, _, _, _, info = web_env.step(
+        {"name": "search", "arguments": {"query": "Anarchism origin of the word"}}
+    )
     [record] = info["backend_trace"]  # the executor's record of the call reaches step info
-    assert record["tool"] == "search" and record["outcome"] == "cache" and record["provider"] == "cache"
+    assert (
+        record["tool"] == "search"
+        and record["outcome"] == "cache"
+        and record["provider"] == "cache"
+    )
     web_env.backend.close()
     fake.inconsistent = True  # the live web has moved on; the replay must not notice
-    replay_env = gym.make("WikiSim-v0", backend="web", python=False, backend_kwargs={
-        "cache_path": tmp_path / "web.sqlite", "cache_mode": "replay-only"}).unwrapped
+    replay_env = gym.make(
+        "WikiSim-v0",
+        backend="web",
+        python=False,
+        backend_kwargs={"cache_path": tmp_path / "web.sqlite", "cache_mode": "replay-only"},
+    ).unwrapped
     assert episode(replay_env) == web  # byte for byte, with no live call
     assert fake.calls["serper"] == 2 and fake.calls["jina"] == 1
 
@@ -63,7 +83,11 @@ def test_web_falls_back_to_the_local_index(fake, sample_index, tmp_path, fast_co
     fake.fail_always("serpapi", "timeout")
     assert web.search(["Anarchism"], 3) == wiki.search(["Anarchism"], 3)
     [record] = web.trace()
-    assert record.provider == "wiki" and [a.provider for a in record.attempts] == ["serper", "serpapi", "wiki"]
+    assert record.provider == "wiki" and [a.provider for a in record.attempts] == [
+        "serper",
+        "serpapi",
+        "wiki",
+    ]
     assert record.attempts[1].error.startswith("timeout")
 
 

@@ -16,8 +16,14 @@ from wikisim.errors import BackendError, ConfigError
 
 
 def make(fake, tmp_path, config, sleeps=None, cache_mode="read-write", **kw):
-    return WebBackend(env=fake.env(), config=config, cache_path=tmp_path / "web.sqlite",
-                      cache_mode=cache_mode, sleep=sleeps or time.sleep, **kw)
+    return WebBackend(
+        env=fake.env(),
+        config=config,
+        cache_path=tmp_path / "web.sqlite",
+        cache_mode=cache_mode,
+        sleep=sleeps or time.sleep,
+        **kw,
+    )
 
 
 def test_serper_search_wire_format_and_order(fake, tmp_path, fast_config):
@@ -25,22 +31,35 @@ def test_serper_search_wire_format_and_order(fake, tmp_path, fast_config):
     assert isinstance(web, Backend)
     [hits, other] = web.search(["Ada  Lovelace", "Alan Turing"], k=3)
     assert [h.url for h in hits] == [f"https://example.org/ada-lovelace/{i}" for i in (1, 2, 3)]
-    assert hits[0].title == "Ada Lovelace - result 1" and hits[0].snippet == "About Ada Lovelace: fact number 1."
+    assert (
+        hits[0].title == "Ada Lovelace - result 1"
+        and hits[0].snippet == "About Ada Lovelace: fact number 1."
+    )
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert other[0].url == "https://example.org/alan-turing/1"
     sent = fake.requests["serper"][0]
-    assert sent["headers"]["X-API-KEY"] == "test-key" and sent["body"] == {"q": "Ada Lovelace", "num": 3}
+    assert sent["headers"]["X-API-KEY"] == "test-key" and sent["body"] == {
+        "q": "Ada Lovelace",
+        "num": 3,
+    }
     assert web.trace()[0].provider == "serper"
 
 
 def test_serpapi_search_and_both_scholar_formats(fake, tmp_path, fast_config):
-    web = make(fake, tmp_path, fast_config, cache_mode="off", search=["serpapi"], scholar=["serpapi"])
+    web = make(
+        fake, tmp_path, fast_config, cache_mode="off", search=["serpapi"], scholar=["serpapi"]
+    )
     [hits] = web.search(["graph theory"], k=2)
-    assert [h.url for h in hits] == ["https://example.org/graph-theory/1", "https://example.org/graph-theory/2"]
+    assert [h.url for h in hits] == [
+        "https://example.org/graph-theory/1",
+        "https://example.org/graph-theory/2",
+    ]
     assert fake.requests["serpapi"][0]["query"]["engine"] == ["google"]
     [papers] = web.scholar(["graph theory"], k=2)
     assert papers[0].authors == ("A Author", "B Writer") and papers[0].year == 2001
-    assert papers[0].doi == "10.1234/graph-theory.1" and papers[0].venue == "Journal of Graph Theory"
+    assert (
+        papers[0].doi == "10.1234/graph-theory.1" and papers[0].venue == "Journal of Graph Theory"
+    )
     serper = make(fake, tmp_path, fast_config, cache_mode="off", scholar=["serper"])
     [from_serper] = serper.scholar(["graph theory"], k=2)
     assert [dataclasses.astuple(p) for p in from_serper] == [dataclasses.astuple(p) for p in papers]
@@ -100,7 +119,10 @@ def test_fallback_chain_is_recorded(fake, tmp_path, fast_config):
     assert hits[0].url == "https://example.org/fallback/1"
     [record] = web.trace()
     assert record.outcome == "fallback" and record.provider == "serpapi"
-    assert [(a.provider, a.tries, a.error) for a in record.attempts] == [("serper", 3, "HTTP 500"), ("serpapi", 1, "")]
+    assert [(a.provider, a.tries, a.error) for a in record.attempts] == [
+        ("serper", 3, "HTTP 500"),
+        ("serpapi", 1, ""),
+    ]
     assert web.stats()["search"]["fallback"] == 1
 
 
@@ -110,9 +132,13 @@ def test_degradation_answers_in_band_or_raises_when_critical(fake, tmp_path, fas
     web = make(fake, tmp_path, fast_config, cache_mode="off")
     [hits] = web.search(["nobody answers"], k=5)
     assert hits[0].docid == UNAVAILABLE_DOCID and "search tool is unavailable" in hits[0].snippet
-    assert "serper: HTTP 500 (3 tries)" in hits[0].snippet and "serpapi: HTTP 401" in hits[0].snippet
+    assert (
+        "serper: HTTP 500 (3 tries)" in hits[0].snippet and "serpapi: HTTP 401" in hits[0].snippet
+    )
     assert fake.calls["serpapi"] == 1
-    strict = dataclasses.replace(fast_config, search=dataclasses.replace(fast_config.search, degrade=False))
+    strict = dataclasses.replace(
+        fast_config, search=dataclasses.replace(fast_config.search, degrade=False)
+    )
     with pytest.raises(BackendError, match="search failed on every provider"):
         make(fake, tmp_path, strict, cache_mode="off").search(["nobody answers"], k=5)
 
@@ -129,7 +155,9 @@ def test_circuit_breaker_opens_skips_and_recovers(fake, tmp_path, fast_config):
     fake.fail_always("serper", None)
     time.sleep(1.05)
     [hits] = web.search(["third"], k=1)
-    assert web.trace()[-1].provider == "serper" and web.breaker_state("search", "serper") == "closed"
+    assert (
+        web.trace()[-1].provider == "serper" and web.breaker_state("search", "serper") == "closed"
+    )
     assert hits[0].url == "https://example.org/third/1"
 
 
@@ -143,7 +171,14 @@ def test_visit_through_jina_goal_extract_and_not_found(fake, tmp_path, fast_conf
 
 
 def test_visit_direct_fetch_with_trafilatura_and_fallback_from_jina(fake, tmp_path, fast_config):
-    web = make(fake, tmp_path, fast_config, cache_mode="off", visit=["direct"], fetch_allow=["127.0.0.1/32"])
+    web = make(
+        fake,
+        tmp_path,
+        fast_config,
+        cache_mode="off",
+        visit=["direct"],
+        fetch_allow=["127.0.0.1/32"],
+    )
     page = web.visit(f"{fake.url}/site/Snow_Valley", "climate between mountains", 80)
     assert page.found and page.title == "Snow Valley" and "cold and dry" in page.extract
     assert "newsletter" not in page.extract and "cookie" not in page.extract
@@ -160,13 +195,21 @@ def test_cache_makes_inconsistent_results_stable_and_replay_exact(fake, tmp_path
     live_b = make(fake, tmp_path, fast_config, cache_mode="off").search(["drift"], k=3)
     assert live_a != live_b  # the fake engine drifts between calls
     recorder = make(fake, tmp_path, fast_config)
-    run = [recorder.search(["drift", "other"], k=3), recorder.visit("https://example.org/A_b", "history", 40),
-           recorder.scholar(["drift"], k=2), recorder.search(["drift"], k=3)]
+    run = [
+        recorder.search(["drift", "other"], k=3),
+        recorder.visit("https://example.org/A_b", "history", 40),
+        recorder.scholar(["drift"], k=2),
+        recorder.search(["drift"], k=3),
+    ]
     assert run[3][0] == run[0][0]
     calls = sum(fake.calls.values())
     replay = make(fake, tmp_path, fast_config, cache_mode="replay-only")
-    again = [replay.search(["drift", "other"], k=3), replay.visit("https://example.org/A_b", "history", 40),
-             replay.scholar(["drift"], k=2), replay.search([" drift "], k=3)]
+    again = [
+        replay.search(["drift", "other"], k=3),
+        replay.visit("https://example.org/A_b", "history", 40),
+        replay.scholar(["drift"], k=2),
+        replay.search([" drift "], k=3),
+    ]
     assert again == run and sum(fake.calls.values()) == calls  # no live call at all
     with pytest.raises(CacheMissError, match="never|no recorded search call"):
         replay.search(["a query never recorded"], k=3)
@@ -218,4 +261,6 @@ def test_stats_count_each_retry_once(fake, tmp_path, fast_config):
     fake.fail_always("serper", "500")
     web = make(fake, tmp_path, fast_config, cache_mode="off")
     web.search(["counted"], k=1)
-    assert web.stats()["search"]["retries"] == 2  # 3 tries on serper = 2 retries; serpapi answered at once
+    assert (
+        web.stats()["search"]["retries"] == 2
+    )  # 3 tries on serper = 2 retries; serpapi answered at once

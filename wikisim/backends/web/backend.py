@@ -31,9 +31,16 @@ from wikisim.errors import ConfigError
 
 KEY_VARS = {"serper": "SERPER_API_KEY", "serpapi": "SERPAPI_API_KEY", "jina": "JINA_API_KEY"}
 BASE_VARS = {"serper": "SERPER_BASE_URL", "serpapi": "SERPAPI_BASE_URL", "jina": "JINA_BASE_URL"}
-DEFAULT_BASES = {"serper": "https://google.serper.dev", "serpapi": "https://serpapi.com",
-                 "jina": "https://r.jina.ai"}
-CHOICES = {"search": ("serper", "serpapi"), "visit": ("jina", "direct"), "scholar": ("serper", "serpapi")}
+DEFAULT_BASES = {
+    "serper": "https://google.serper.dev",
+    "serpapi": "https://serpapi.com",
+    "jina": "https://r.jina.ai",
+}
+CHOICES = {
+    "search": ("serper", "serpapi"),
+    "visit": ("jina", "direct"),
+    "scholar": ("serper", "serpapi"),
+}
 
 
 class WebBackend(Executor):
@@ -51,11 +58,20 @@ class WebBackend(Executor):
             loopback, private and link-local addresses are refused), e.g. ("127.0.0.1/32",).
     """
 
-    def __init__(self, *, search: Sequence[str] | None = None, visit: Sequence[str] | None = None,
-                 scholar: Sequence[str] | None = None, fallback: Backend | None = None,
-                 cache_path: str | Path | None = None, cache_mode: CacheMode = "read-write",
-                 config: ExecutorConfig | None = None, env: Mapping[str, str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, fetch_allow: Sequence[str] = ()):
+    def __init__(
+        self,
+        *,
+        search: Sequence[str] | None = None,
+        visit: Sequence[str] | None = None,
+        scholar: Sequence[str] | None = None,
+        fallback: Backend | None = None,
+        cache_path: str | Path | None = None,
+        cache_mode: CacheMode = "read-write",
+        config: ExecutorConfig | None = None,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        fetch_allow: Sequence[str] = (),
+    ):
         env = os.environ if env is None else env
         config = config or ExecutorConfig()
         wanted = {"search": search, "visit": visit, "scholar": scholar}
@@ -75,8 +91,13 @@ class WebBackend(Executor):
             chains[tool] = [self._provider(tool, n, env, timeout_s, fetch_allow) for n in names]
             if fallback is not None:
                 chains[tool].append(fallback)
-        super().__init__(chains, config=config, cache=open_cache(cache_mode, cache_path, "web"), name="web",
-                         sleep=sleep)
+        super().__init__(
+            chains,
+            config=config,
+            cache=open_cache(cache_mode, cache_path, "web"),
+            name="web",
+            sleep=sleep,
+        )
         self.manifest_hash = "web"
 
     @staticmethod
@@ -89,19 +110,35 @@ class WebBackend(Executor):
             if n not in CHOICES[tool]:
                 raise ConfigError(f"unknown {tool} provider {n!r}; choose from {CHOICES[tool]}")
             if n != "direct" and not env.get(KEY_VARS[n]):
-                raise ConfigError(f"{tool} provider {n!r} needs an API key: set the environment variable {KEY_VARS[n]}")
+                raise ConfigError(
+                    f"{tool} provider {n!r} needs an API key: set the environment variable {KEY_VARS[n]}"
+                )
         return names
 
-    def _provider(self, tool: str, name: str, env: Mapping[str, str], timeout_s: float,
-                  fetch_allow: Sequence[str]) -> Any:
+    def _provider(
+        self,
+        tool: str,
+        name: str,
+        env: Mapping[str, str],
+        timeout_s: float,
+        fetch_allow: Sequence[str],
+    ) -> Any:
         if name == "direct":
             return DirectFetch(client=self.client, timeout_s=timeout_s, allow=fetch_allow)
-        kw: dict[str, Any] = {"api_key": env[KEY_VARS[name]], "client": self.client, "timeout_s": timeout_s,
-              "base_url": (env.get(BASE_VARS[name]) or DEFAULT_BASES[name]).rstrip("/")}
+        kw: dict[str, Any] = {
+            "api_key": env[KEY_VARS[name]],
+            "client": self.client,
+            "timeout_s": timeout_s,
+            "base_url": (env.get(BASE_VARS[name]) or DEFAULT_BASES[name]).rstrip("/"),
+        }
         if name == "jina":
             return JinaReader(**kw)
-        table = {("search", "serper"): SerperSearch, ("search", "serpapi"): SerpAPISearch,
-                 ("scholar", "serper"): SerperScholar, ("scholar", "serpapi"): SerpAPIScholar}
+        table = {
+            ("search", "serper"): SerperSearch,
+            ("search", "serpapi"): SerpAPISearch,
+            ("scholar", "serper"): SerperScholar,
+            ("scholar", "serpapi"): SerpAPIScholar,
+        }
         return table[(tool, name)](**kw)
 
     def close(self) -> None:

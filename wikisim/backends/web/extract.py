@@ -39,7 +39,9 @@ def _blocks(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _bm25(blocks: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+def _bm25(
+    blocks: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75
+) -> list[float]:
     n = len(blocks)
     avg = sum(len(t) for t in blocks) / n if n else 0
     df = Counter(w for t in blocks for w in set(t))

@@ -41,9 +41,13 @@ class AddressGuard:
         if isinstance(allow, str):
             allow = (allow,)
         try:
-            self.allow: tuple[IPNetwork, ...] = tuple(ipaddress.ip_network(n, strict=False) for n in allow)
+            self.allow: tuple[IPNetwork, ...] = tuple(
+                ipaddress.ip_network(n, strict=False) for n in allow
+            )
         except ValueError as e:
-            raise ConfigError(f"allowed fetch networks must be CIDR networks like '127.0.0.1/32': {e}") from e
+            raise ConfigError(
+                f"allowed fetch networks must be CIDR networks like '127.0.0.1/32': {e}"
+            ) from e
 
     def refusal(self, url: str) -> str | None:
         parts = urlsplit(url)
@@ -60,14 +64,19 @@ class AddressGuard:
                 ip = ip.ipv4_mapped
             kind = _kind(ip)
             if kind is not None and not any(ip in net for net in self.allow):
-                return (f"The direct fetch refused {host}: it resolves to a {kind} address, and only public "
-                        "web addresses are fetched.")
+                return (
+                    f"The direct fetch refused {host}: it resolves to a {kind} address, and only public "
+                    "web addresses are fetched."
+                )
         return None
 
 
 def _resolve(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as e:  # as httpx's failed connect would: maybe a DNS blip
+    except (
+        socket.gaierror,
+        UnicodeError,
+    ) as e:  # as httpx's failed connect would: maybe a DNS blip
         raise TransientBackendError(f"cannot resolve the host ({type(e).__name__})") from e
     return [str(info[4][0]) for info in infos]

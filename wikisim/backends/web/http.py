@@ -33,7 +33,9 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def send(client: httpx.Client, method: str, url: str, *, timeout_s: float, **kwargs: Any) -> httpx.Response:
+def send(
+    client: httpx.Client, method: str, url: str, *, timeout_s: float, **kwargs: Any
+) -> httpx.Response:
     """The response of a 2xx or a non-retryable 4xx; raises `TransientBackendError` for the rest."""
     try:
         response = client.request(method, url, timeout=timeout_s, **kwargs)
@@ -43,7 +45,9 @@ def send(client: httpx.Client, method: str, url: str, *, timeout_s: float, **kwa
         raise TransientBackendError(f"connection error ({type(e).__name__})") from e
     status = response.status_code
     if status == 429:
-        raise TransientBackendError("HTTP 429", retry_after=parse_retry_after(response.headers.get("retry-after")))
+        raise TransientBackendError(
+            "HTTP 429", retry_after=parse_retry_after(response.headers.get("retry-after"))
+        )
     if status >= 500:
         raise TransientBackendError(f"HTTP {status}")
     return response

@@ -37,9 +37,17 @@ class JinaReader:
     manifest_hash: str = ""
 
     def visit(self, url: str, goal: str, max_tokens: int) -> PageView:
-        response = send(self.client, "GET", f"{self.base_url}/{url}", timeout_s=self.timeout_s,
-                        headers={"Authorization": f"Bearer {self.api_key}", "Accept": "application/json",
-                                 "X-Return-Format": "markdown"})
+        response = send(
+            self.client,
+            "GET",
+            f"{self.base_url}/{url}",
+            timeout_s=self.timeout_s,
+            headers={
+                "Authorization": f"Bearer {self.api_key}",
+                "Accept": "application/json",
+                "X-Return-Format": "markdown",
+            },
+        )
         if response.status_code in (401, 402, 403):
             json_body(response)  # raises the provider's message: a key problem, not a missing page
         if response.status_code >= 400:
@@ -49,7 +57,9 @@ class JinaReader:
         if not isinstance(content, str):
             raise BackendError("Jina answer has no text content")
         title = str(data.get("title") or url)
-        return PageView(url=url, title=title, found=True, extract=goal_extract(content, goal, max_tokens))
+        return PageView(
+            url=url, title=title, found=True, extract=goal_extract(content, goal, max_tokens)
+        )
 
 
 class DirectFetch:
@@ -73,7 +83,9 @@ class DirectFetch:
             refusal = self.guard.refusal(target)
             if refusal:
                 return PageView(url=url, title="", found=False, extract=refusal)
-            response = send(self.client, "GET", target, timeout_s=self.timeout_s, follow_redirects=False)
+            response = send(
+                self.client, "GET", target, timeout_s=self.timeout_s, follow_redirects=False
+            )
             if response.next_request is None:  # not a redirect
                 break
             target = str(response.next_request.url)
@@ -86,7 +98,9 @@ class DirectFetch:
             import trafilatura  # imported on first use: it takes a quarter of a second
 
             html = response.text
-            text = trafilatura.extract(html, output_format="markdown", include_comments=False, include_tables=True)
+            text = trafilatura.extract(
+                html, output_format="markdown", include_comments=False, include_tables=True
+            )
             meta = trafilatura.extract_metadata(html)
             title = (meta.title if meta and meta.title else "") or url
             if not text:
@@ -95,4 +109,6 @@ class DirectFetch:
             text, title = response.text, url
         else:
             raise BackendError(f"cannot read a page of content type {kind.split(';')[0]!r}")
-        return PageView(url=url, title=title, found=True, extract=goal_extract(text, goal, max_tokens))
+        return PageView(
+            url=url, title=title, found=True, extract=goal_extract(text, goal, max_tokens)
+        )

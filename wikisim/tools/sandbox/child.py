@@ -57,7 +57,11 @@ def _namespaces(libc, cfg, layers):
     if libc.unshare(flags) != 0:
         return False, False
     if flags & CLONE_NEWUSER:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(text)
         layers.append("userns")
@@ -74,7 +78,11 @@ def _namespaces(libc, cfg, layers):
     # A private /tmp: hides the host's, caps disk use, vanishes with the namespace, and gives
     # every call the same working directory path (same code -> same observation). What the
     # child must read from under the host's /tmp (a venv in a checkout there) stays visible.
-    under_tmp = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in cfg["read_paths"] if p.startswith("/tmp/")]
+    under_tmp = [
+        (p, os.open(p, os.O_PATH | os.O_CLOEXEC))
+        for p in cfg["read_paths"]
+        if p.startswith("/tmp/")
+    ]
     size = f"mode=0755,size={cfg['max_file_mb']}m".encode()
     if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, size) != 0:
         raise _err("mounting a private /tmp")
@@ -82,7 +90,10 @@ def _namespaces(libc, cfg, layers):
         _expose(libc, fd, path)
     os.mkdir(NS_WORKDIR, 0o700)
     # Landlock (ABI < 9) does not govern connect() to a named unix socket: hide the usual place.
-    if os.path.isdir("/run") and libc.mount(b"tmpfs", b"/run", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k") != 0:
+    if (
+        os.path.isdir("/run")
+        and libc.mount(b"tmpfs", b"/run", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k") != 0
+    ):
         raise _err("mounting a private /run")
     return True, True
 
@@ -151,8 +162,17 @@ def _block_sockets():
     def denied(*args, **kwargs):
         raise PermissionError(13, "network access is disabled in this sandbox")
 
-    names = ("socket", "socketpair", "fromfd", "create_connection", "create_server",
-             "getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr")
+    names = (
+        "socket",
+        "socketpair",
+        "fromfd",
+        "create_connection",
+        "create_server",
+        "getaddrinfo",
+        "gethostbyname",
+        "gethostbyname_ex",
+        "gethostbyaddr",
+    )
     for module in (socket, _socket):
         for name in names:
             if hasattr(module, name):
@@ -236,17 +256,28 @@ def main():
             _drop_uid(cfg, workdir, layers)
         os.chdir(workdir)
         os.environ.update(HOME=workdir, TMPDIR=workdir, PWD=workdir)
-        fs = "landlock" if _landlock(libc, cfg, workdir, layers) else ("uid" if "uid" in layers else "none")
+        fs = (
+            "landlock"
+            if _landlock(libc, cfg, workdir, layers)
+            else ("uid" if "uid" in layers else "none")
+        )
         if not netns:
             _block_sockets()
             layers.append("socket-patch")
     except BaseException as exc:
         os.write(out, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         os._exit(70)
-    setup = {"net": "netns" if netns else "interpreter", "fs": fs, "layers": layers,
-             "memory": "cgroup" if "cgroup-memory" in layers else "rlimit_as",
-             "nproc": "cgroup_pids" if "cgroup-pids" in layers
-             else "rlimit_nproc_private_uid" if "uid" in layers else "process_group"}
+    setup = {
+        "net": "netns" if netns else "interpreter",
+        "fs": fs,
+        "layers": layers,
+        "memory": "cgroup" if "cgroup-memory" in layers else "rlimit_as",
+        "nproc": "cgroup_pids"
+        if "cgroup-pids" in layers
+        else "rlimit_nproc_private_uid"
+        if "uid" in layers
+        else "process_group",
+    }
     os.write(out, (json.dumps(setup) + "\n").encode())
     os.set_inheritable(out, False)  # programs the code execs do not get the report pipe
     code = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")

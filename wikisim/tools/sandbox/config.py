@@ -53,11 +53,22 @@ class SandboxConfig:
         }
         for name, (value, low, high) in checks.items():
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"SandboxConfig.{name}={value!r} is not a number; pass a number in [{low}, {high}]")
+                raise ConfigError(
+                    f"SandboxConfig.{name}={value!r} is not a number; pass a number in [{low}, {high}]"
+                )
             if not low <= value <= high:
-                raise ConfigError(f"SandboxConfig.{name}={value!r} is out of range; pass a value in [{low}, {high}]")
-        for name in ("cpu_seconds", "memory_mb", "max_processes", "output_chars", "max_file_mb",
-                     "max_code_chars", "drain_bytes"):
+                raise ConfigError(
+                    f"SandboxConfig.{name}={value!r} is out of range; pass a value in [{low}, {high}]"
+                )
+        for name in (
+            "cpu_seconds",
+            "memory_mb",
+            "max_processes",
+            "output_chars",
+            "max_file_mb",
+            "max_code_chars",
+            "drain_bytes",
+        ):
             if not isinstance(getattr(self, name), int):
                 raise ConfigError(f"SandboxConfig.{name}={getattr(self, name)!r} must be an int")
         if self.drain_bytes < 4 * self.output_chars:
@@ -88,7 +99,9 @@ class SandboxResult:
     fs_isolation: FsIsolation
     process_cap: ProcessCap
     memory_cap: MemoryCap  # "cgroup": the whole tree of the call; "rlimit_as": each process
-    layers: tuple[str, ...] = ()  # every layer applied, e.g. ("netns", "mountns", "uid", "landlock-abi7")
+    layers: tuple[
+        str, ...
+    ] = ()  # every layer applied, e.g. ("netns", "mountns", "uid", "landlock-abi7")
 
     @property
     def ok(self) -> bool:

@@ -27,8 +27,18 @@ from wikisim.tools.sandbox.config import KilledReason, SandboxConfig, SandboxRes
 
 CHILD_SOURCE = Path(__file__).with_name("child.py").read_text(encoding="utf-8")
 UID_BASE = 1_000_000_000  # + the child's pid: a uid no other process (nor other call) has
-SYSTEM_READ_PATHS = ("/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/sys/devices/system/cpu",
-                     "/dev/urandom", "/dev/random", "/dev/zero")
+SYSTEM_READ_PATHS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/bin",
+    "/etc",
+    "/proc",
+    "/sys/devices/system/cpu",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+)
 SYSTEM_WRITE_PATHS = ("/dev/null",)
 CHILD_ENV_BASE = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -49,8 +59,15 @@ _namespaces_failed: list[str] = []  # why namespaces could not be set up in this
 @functools.cache
 def _plan() -> dict:
     """What every call shares: paths the child may read, and ancestors to cover (computed once)."""
-    site_paths = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
-    read_paths = [sys.base_prefix, *site_paths, os.path.join(sys.prefix, "pyvenv.cfg"), *SYSTEM_READ_PATHS]
+    site_paths = [
+        p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)
+    ]
+    read_paths = [
+        sys.base_prefix,
+        *site_paths,
+        os.path.join(sys.prefix, "pyvenv.cfg"),
+        *SYSTEM_READ_PATHS,
+    ]
     read_paths = [p for p in dict.fromkeys(read_paths) if os.path.exists(p)]
     drop_uid = os.geteuid() == 0
     covers: dict[str, list[str]] = {}
@@ -141,11 +158,18 @@ class _Stream:
         text = self.data.decode("utf-8", "replace")
         if len(text) <= chars and self.total <= self.keep:
             return text, False
-        return text[:chars] + f"\n[... {label} truncated: showing the first {chars} characters ...]", True
+        return text[
+            :chars
+        ] + f"\n[... {label} truncated: showing the first {chars} characters ...]", True
 
 
-def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: SandboxConfig,
-               groups: list[cgroups.CallCgroup]) -> tuple[dict[str, _Stream], str | None]:
+def _supervise(
+    proc: subprocess.Popen,
+    code: bytes,
+    report_fd: int,
+    config: SandboxConfig,
+    groups: list[cgroups.CallCgroup],
+) -> tuple[dict[str, _Stream], str | None]:
     """Feed the code, collect output until exit, deadline or flood, kill the tree; (streams, killed)."""
     keep = 4 * config.output_chars
     streams = {"stdout": _Stream(keep), "stderr": _Stream(keep), "report": _Stream(1 << 20)}
@@ -174,7 +198,7 @@ def _supervise(proc: subprocess.Popen, code: bytes, report_fd: int, config: Sand
                 exited = True
             elif key.data == "stdin":
                 try:
-                    pending = pending[os.write(stdin_fd, pending[:_READ_CHUNK]):]
+                    pending = pending[os.write(stdin_fd, pending[:_READ_CHUNK]) :]
                 except BlockingIOError:
                     continue
                 except BrokenPipeError:  # the child died before reading its code
@@ -238,13 +262,20 @@ def _parse_report(data: bytes) -> tuple[dict | None, dict | None]:
     return setup, outcome
 
 
-def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig,
-                 oom_kills: int) -> tuple[KilledReason | None, str | None]:
+def _stop_reason(
+    killed: str | None, outcome: dict | None, returncode: int, config: SandboxConfig, oom_kills: int
+) -> tuple[KilledReason | None, str | None]:
     """(killed_reason, error text) for how the run ended."""
     if killed == "wall_clock_limit":
-        return "wall_clock_limit", f"TimeoutError: the code ran past the wall-clock limit of {config.wall_seconds:g} s and was stopped."
+        return (
+            "wall_clock_limit",
+            f"TimeoutError: the code ran past the wall-clock limit of {config.wall_seconds:g} s and was stopped.",
+        )
     if killed == "output_limit":
-        return "output_limit", f"OutputLimitError: the code wrote more than {config.drain_bytes} bytes of output and was stopped."
+        return (
+            "output_limit",
+            f"OutputLimitError: the code wrote more than {config.drain_bytes} bytes of output and was stopped.",
+        )
     if outcome is not None:
         error = outcome.get("error")
         return None, None if error is None else error.encode("utf-8", "replace").decode("utf-8")
@@ -252,10 +283,15 @@ def _stop_reason(killed: str | None, outcome: dict | None, returncode: int, conf
         sig = -returncode
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         if oom_kills and sig == signal.SIGKILL:
-            return "memory_limit", (f"MemoryError: the code used more than the memory cap of {config.memory_mb} MB "
-                                    "and the kernel stopped it.")
+            return "memory_limit", (
+                f"MemoryError: the code used more than the memory cap of {config.memory_mb} MB "
+                "and the kernel stopped it."
+            )
         if sig == signal.SIGXCPU:
-            return "cpu_limit", f"CPULimitError: the code used more than the CPU limit of {config.cpu_seconds} s and was stopped."
+            return (
+                "cpu_limit",
+                f"CPULimitError: the code used more than the CPU limit of {config.cpu_seconds} s and was stopped.",
+            )
         return "signal", f"Killed: the process was killed by signal {name}."
     return None, None
 
@@ -273,22 +309,36 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
     workdir = _make_workdir(plan["drop_uid"])
     report_r, report_w = os.pipe()
     groups = cgroups.create(config.memory_mb * 1024 * 1024, config.max_processes)
-    cfg = dict(plan, try_netns=namespaces, workdir=workdir, report_fd=report_w,
-               cgroups=[[g.path, g.kind] for g in groups], cpu_seconds=config.cpu_seconds,
-               memory_mb=config.memory_mb, max_processes=config.max_processes,
-               max_file_mb=config.max_file_mb)
+    cfg = dict(
+        plan,
+        try_netns=namespaces,
+        workdir=workdir,
+        report_fd=report_w,
+        cgroups=[[g.path, g.kind] for g in groups],
+        cpu_seconds=config.cpu_seconds,
+        memory_mb=config.memory_mb,
+        max_processes=config.max_processes,
+        max_file_mb=config.max_file_mb,
+    )
     env = dict(CHILD_ENV_BASE)  # the child adds HOME, TMPDIR and PWD once it knows its workdir
     try:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-S", "-s", "-P", "-c", CHILD_SOURCE, json.dumps(cfg)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(report_w,), env=env, cwd=workdir, start_new_session=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(report_w,),
+                env=env,
+                cwd=workdir,
+                start_new_session=True,
             )
         finally:
             os.close(report_w)
         with proc:
-            streams, killed = _supervise(proc, code.encode("utf-8", "surrogatepass"), report_r, config, groups)
+            streams, killed = _supervise(
+                proc, code.encode("utf-8", "surrogatepass"), report_r, config, groups
+            )
         oom_kills = cgroups.oom_kills(groups)
     finally:
         os.close(report_r)
@@ -302,17 +352,30 @@ def run_sandboxed(code: str, config: SandboxConfig, *, namespaces: bool = True) 
         _namespaces_failed.append(setup["setup_error"])
         return run_sandboxed(code, config, namespaces=False)
     if setup is None or "setup_error" in setup:
-        why = setup["setup_error"] if setup else streams["stderr"].data.decode("utf-8", "replace")[-2000:]
-        raise BackendError(f"python sandbox could not start (exit {proc.returncode}): {why}; "
-                           "check that the interpreter runs and Landlock/namespaces are not blocked by seccomp")
+        why = (
+            setup["setup_error"]
+            if setup
+            else streams["stderr"].data.decode("utf-8", "replace")[-2000:]
+        )
+        raise BackendError(
+            f"python sandbox could not start (exit {proc.returncode}): {why}; "
+            "check that the interpreter runs and Landlock/namespaces are not blocked by seccomp"
+        )
     killed_reason, error = _stop_reason(killed, outcome, proc.returncode, config, oom_kills)
     stdout, out_cut = streams["stdout"].text(config.output_chars, "stdout")
     stderr, err_cut = streams["stderr"].text(config.output_chars, "stderr")
     return SandboxResult(
-        stdout=stdout, stderr=stderr, error=error, exit_status=proc.returncode,
-        timed_out=killed_reason == "wall_clock_limit", killed_reason=killed_reason,
-        stdout_truncated=out_cut, stderr_truncated=err_cut,
-        network_isolation=setup["net"], fs_isolation=setup["fs"], process_cap=setup["nproc"],
+        stdout=stdout,
+        stderr=stderr,
+        error=error,
+        exit_status=proc.returncode,
+        timed_out=killed_reason == "wall_clock_limit",
+        killed_reason=killed_reason,
+        stdout_truncated=out_cut,
+        stderr_truncated=err_cut,
+        network_isolation=setup["net"],
+        fs_isolation=setup["fs"],
+        process_cap=setup["nproc"],
         memory_cap=setup["memory"],
         layers=tuple(setup["layers"]),
     )
