@@ -22,7 +22,7 @@ from wikisim.paths import DATA_DIR
 #: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
 #: made: data/models/README.md). Shown beside the untrained model, in the same compact context.
 TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
-SMALL_CONTEXT = {
+SMALL_CONTEXT: dict[str, int | str] = {
     "max_turns": 4,
     "max_new_tokens": 96,
     "envs": 12,

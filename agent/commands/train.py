@@ -61,14 +61,20 @@ def _runner(cfg, tasks, system_prompt: str | None, slots: int):
 
 def run(args: argparse.Namespace) -> int:
     from agent.train.data import load_task_spec
-    from wikisim.env.tasks import TaskSet, load_tasks
+    from wikisim.env.tasks import load_tasks
 
     if args.stage == "sft":
-        cfg = config_from_args(SFTConfig, args)
+        sft = config_from_args(SFTConfig, args)
         return _sft(
-            cfg, load_task_spec(cfg.tasks) if cfg.tasks else load_tasks(None), args.system_prompt
+            sft, load_task_spec(sft.tasks) if sft.tasks else load_tasks(None), args.system_prompt
         )
-    cfg = config_from_args(GRPOConfig, args)
+    return _grpo(config_from_args(GRPOConfig, args), args.system_prompt)
+
+
+def _grpo(cfg: GRPOConfig, system_prompt: str | None) -> int:
+    from agent.train.data import load_task_spec
+    from wikisim.env.tasks import TaskSet, load_tasks
+
     train = load_task_spec(cfg.tasks) if cfg.tasks else load_tasks(None)
     dev = load_task_spec(cfg.dev_tasks) if cfg.dev_tasks else None
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
@@ -77,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.train.loop import load_model
 
     tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
-    runner = _runner(
-        cfg, both, args.system_prompt, min(256, cfg.questions_per_step * cfg.group_size)
-    )
+    runner = _runner(cfg, both, system_prompt, min(256, cfg.questions_per_step * cfg.group_size))
     sampler = runner.sampler(tokenizer, cfg.generation_server, cfg.server_model)
     res = train_grpo(
         cfg,
@@ -102,11 +106,12 @@ def _sft(cfg: SFTConfig, tasks, system_prompt: str | None) -> int:
     if cfg.trajectories:
         kept = list(read_trajectories(cfg.trajectories))
     else:
-        from agent.rollout.policies import SCRIPTED, make_policy
+        from agent.rollout.policies import SCRIPTED, Policy, make_policy
         from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy
 
         tokenizer, _ = load_model(cfg)
         chat = ChatFormat(tokenizer)
+        teacher: Policy
         if cfg.teacher == "research":
             from agent.train.teachers import ResearchTeacher
 

@@ -145,7 +145,7 @@ def compare_runs(runs: list[Run], *, confidence: float = 0.95, seed: int = 0) ->
         ci = bootstrap_mean(values, ids, confidence=confidence, seed=seed)
         rows.append({"run": run.name, "tasks": len(run.scores), "episodes": len(values), **_ci(ci)})
     base = runs[0]
-    comparisons = []
+    comparisons: list[dict[str, Any]] = []
     for other in runs[1:]:
         common = sorted(set(base.scores) & set(other.scores))
         if not common:

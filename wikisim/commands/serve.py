@@ -23,6 +23,7 @@ RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
 
 if TYPE_CHECKING:
     from wikisim.backends.wiki import WikiBackend
+    from wikisim.integrations.server import ServerLimits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +89,10 @@ def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
 
 
 def _serve(
-    args: argparse.Namespace, sock: socket.socket, limits: object, backend: object | None = None
+    args: argparse.Namespace,
+    sock: socket.socket,
+    limits: ServerLimits,
+    backend: WikiBackend | None = None,
 ) -> None:
     """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
     import uvicorn
@@ -111,7 +115,7 @@ def _serve(
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: object) -> None:
+def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: ServerLimits) -> None:
     """N worker processes, each on its socket of the port (or all on one, `socks` of length 1);
     each opens the index itself after the fork (SQLite handles must not cross a fork).
     SIGTERM/SIGINT to this process stops them all.

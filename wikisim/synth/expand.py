@@ -82,12 +82,12 @@ def expand(
             queue.append(d.page_id)
 
     for s in seeds:
-        pid = by_title.get(normalize_title(s))
-        if pid is None:
+        seed_id = by_title.get(normalize_title(s))
+        if seed_id is None:
             raise ConfigError(
                 f"expansion seed {s!r} is not a page of this corpus; pick a title from the store"
             )
-        add(Discovery(pid, normalize_title(s), "seed"))
+        add(Discovery(seed_id, normalize_title(s), "seed"))
     queries = visits = 0
     while queue and len(found) < config.max_nodes:
         cur = found[queue.popleft()]
@@ -95,19 +95,23 @@ def expand(
         queries += 1
         for hit in backend.search([cur.title], config.k)[0]:
             title = url_to_title(hit.url) or hit.title
-            pid = by_title.get(normalize_title(title))
-            if pid is not None:
-                add(Discovery(pid, normalize_title(title), "search", query=cur.title, from_url=url))
+            hit_id = by_title.get(normalize_title(title))
+            if hit_id is not None:
+                add(
+                    Discovery(
+                        hit_id, normalize_title(title), "search", query=cur.title, from_url=url
+                    )
+                )
         visits += 1
         view = backend.visit(url, f"entities related to {cur.title}", config.max_tokens)
         if not view.found:
             continue
-        toks = _TOKEN.findall(view.extract)
-        for i, tok in enumerate(toks):
-            if tok not in first:
+        words = _TOKEN.findall(view.extract)
+        for i, word in enumerate(words):
+            if word not in first:
                 continue
-            for n in range(min(config.max_title_tokens, len(toks) - i), 0, -1):
-                hit_title = by_tokens.get(tuple(toks[i : i + n]))
+            for n in range(min(config.max_title_tokens, len(words) - i), 0, -1):
+                hit_title = by_tokens.get(tuple(words[i : i + n]))
                 if hit_title is not None:
                     add(Discovery(hit_title[0], hit_title[1], "visit", from_url=view.url))
                     break

@@ -79,7 +79,7 @@ def questions_for(sub: Subgraph) -> SubgraphResult:
     for slot, i in enumerate(order):
         if len(kept) == config.questions_per_subgraph:
             break
-        orbit = tuple(int(n) for n in orbs[i])
+        orbit = tuple(int(str(n)) for n in orbs[i])  # node ids, typed Hashable by networkx
         answers = [n for n in orbit if db.entity(n).answerable]
         if not answers:
             drops.append("not_an_answer_kind")

@@ -327,7 +327,11 @@ class FactFinder:
                 known = [v for m in members if (v := attr_value(db, m, a)) is not None]
                 if len(known) < 3:
                     continue
-                for mode, best in (("min", min(known)), ("max", max(known))):
+                extremes: tuple[tuple[Literal["min", "max"], float], ...] = (
+                    ("min", min(known)),
+                    ("max", max(known)),
+                )
+                for mode, best in extremes:
                     if best == mine.value and known.count(best) == 1:
                         out.append(
                             Fact(
