@@ -135,10 +135,11 @@ def runs(tmp_path_factory, sample_index):
 
 def test_sft_rejection_sampling_and_outputs(runs):
     report = json.loads((runs / "sft" / "rejection_report.json").read_text())
-    # the oracle is deterministic: the second attempt duplicates the first and is dropped
-    assert (
-        report["tried"] == 12 and report["kept"] == 6 and report["per_question"]["n123"] == [1, 2]
-    )
+    # the oracle is deterministic: the second attempt duplicates the first and is dropped; an answer
+    # no search result showed is not grounded, and is dropped too
+    per_question = report["per_question"].values()
+    assert report["tried"] == 12 and all(kept <= 1 and tried == 2 for kept, tried in per_question)
+    assert report["kept"] == sum(kept for kept, _ in per_question) >= 4
     saved = yaml.safe_load((runs / "sft" / "config.yaml").read_text())
     assert saved["lr"] == 0.003 and saved["epochs"] == 1  # flag beats YAML, YAML beats default
     assert len(read_metrics(runs / "sft" / "metrics.jsonl")) == 2

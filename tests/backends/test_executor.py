@@ -132,8 +132,10 @@ EDGE_ACTIONS = [
 
 
 def test_env_wiki_backend_is_an_executor_with_the_bare_index_observations(sample_index, wiki):
-    env = WikiSimEnv(index=sample_index, python=False)
-    bare = WikiSimEnv(backend=wiki, python=False)
+    env = WikiSimEnv(
+        index=sample_index, python=False, retriever="bm25s"
+    )  # the bare backend's retriever
+    bare = WikiSimEnv(backend=wiki, python=False, retriever="bm25s")
     assert (
         isinstance(env.backend, WikiExecutor)
         and env.backend.index.manifest_hash == env.manifest_hash
