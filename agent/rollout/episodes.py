@@ -13,7 +13,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, overload
 
 import gymnasium as gym
@@ -86,7 +85,6 @@ def make_envs(
     if isinstance(tasks, str):
         settings["tasks"] = tasks
         tasks = None
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()}
     return EnvPool(n, config.replace(**settings) if settings else config, tasks)
 
 

@@ -9,6 +9,7 @@ beside its config.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from wikisim.backends.cache import CacheMode
 from wikisim.backends.factory import make_backend
 from wikisim.checks import at_least, check_literals
 from wikisim.errors import ConfigError
+from wikisim.flags import config_to_dict
 from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS
 
 Retriever = Literal["bm25s", "lucene", "dense", "hybrid"]
@@ -75,6 +77,14 @@ class EnvConfig:
     date: str | None = None
 
     def __post_init__(self) -> None:
+        for name in (
+            "index",
+            "tasks",
+            "cache_path",
+        ):  # paths are recorded as text, whatever a caller passed
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                object.__setattr__(self, name, os.fspath(value))
         check_literals(self)
         at_least(
             "EnvConfig",
@@ -99,7 +109,7 @@ class EnvConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able settings: what trajectory records and results carry."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return config_to_dict(self)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> EnvConfig:
@@ -109,10 +119,6 @@ class EnvConfig:
         if unknown:
             raise ConfigError(f"unknown env setting(s) {unknown}; known: {sorted(known)}")
         return cls(**{k: v for k, v in values.items() if k in known})
-
-
-def _plain(value: Any) -> Any:
-    return dict(value) if isinstance(value, Mapping) else value
 
 
 def resolve_index(config: EnvConfig) -> EnvConfig:

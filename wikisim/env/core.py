@@ -110,12 +110,9 @@ class WikiSimEnv(gym.Env[str, str | dict]):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         config = config or EnvConfig()
         if isinstance(tasks, str | Path):
-            settings["tasks"] = str(tasks)
+            settings["tasks"] = tasks
         if isinstance(backend, str):
             settings["backend"] = backend
-        for key in ("index", "cache_path"):
-            if isinstance(settings.get(key), Path):
-                settings[key] = str(settings[key])
         config = config.replace(**settings) if settings else config
         self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(config.tasks)
         if isinstance(backend, Backend):

@@ -157,9 +157,9 @@ def format_help(tools: Mapping[str, Mapping[str, Any]]) -> str:
     )
 
 
-def _blocks(text: str, tag: str) -> tuple[list[str], int | None]:
+def _blocks(text: str, tag: Tag) -> tuple[list[str], int | None]:
     """Bodies of every <tag>...</tag> in order, and the offset of an unclosed <tag> if any."""
-    open_t, close_t = Tag(tag).open, Tag(tag).close
+    open_t, close_t = tag.open, tag.close
     bodies: list[str] = []
     pos = 0
     while (start := text.find(open_t, pos)) >= 0:
@@ -263,8 +263,8 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
     ):  # released chat templates open <think> in the prompt: the tag may be missing
         head, rest = text.split(THINK.close, 1)
         think = head.split(THINK.open, 1)[-1].strip()
-    answers, open_answer = _blocks(rest, ANSWER.name)
-    bodies, open_call = _blocks(rest, TOOL_CALL.name)
+    answers, open_answer = _blocks(rest, ANSWER)
+    bodies, open_call = _blocks(rest, TOOL_CALL)
     if answers:
         answer = answers[0].strip()
         if answer:

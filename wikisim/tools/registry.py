@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from wikisim.errors import ConfigError, ToolCallError
 from wikisim.tools.answer import AnswerTool
 from wikisim.tools.arguments import check_arguments
 from wikisim.tools.base import Tool, ToolOutput
-from wikisim.tools.protocol import ToolCall
+from wikisim.tools.protocol import ToolCall, tool_parameters
 from wikisim.tools.scholar import ScholarTool
 from wikisim.tools.search import SearchTool
 from wikisim.tools.visit import VisitTool
@@ -54,9 +54,9 @@ class ToolBox:
         return [t.schema for t in self.tools.values()]
 
     @property
-    def parameters(self) -> dict[str, dict[str, Any]]:
+    def parameters(self) -> dict[str, Mapping[str, Any]]:
         """Tool name -> JSON-schema of its arguments: what `parse_turn` checks against."""
-        return {n: t.schema["function"]["parameters"] for n, t in self.tools.items()}
+        return tool_parameters(self.schemas)
 
     def run(self, call: ToolCall) -> ToolResult:
         """Run a call whose arguments the turn parser has checked."""
