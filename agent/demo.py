@@ -16,7 +16,7 @@ from pathlib import Path
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
 from wikisim.flags import build_config
-from wikisim.index.build import ensure_sample_index
+from wikisim.index.build import ensure_bundled_index
 from wikisim.paths import DATA_DIR
 
 #: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-llm", action="store_true", help="scripted baselines only")
     args = parser.parse_args(argv)
     print("building the bundled sample index (once; cached) ...", flush=True)
-    index = ensure_sample_index(dense=True)  # the default retriever, hybrid, reads the dense index
+    index = ensure_bundled_index(dense=True)  # the default retriever, hybrid, reads the dense index
     summaries = []
     for name, policy, overrides in LINEUP:
         if args.skip_llm and name.startswith("smollm2"):

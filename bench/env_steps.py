@@ -21,7 +21,7 @@ from tqdm import tqdm
 from wikisim.env.core import WikiSimEnv
 from wikisim.env.tasks import load_tasks
 from wikisim.index import open_index
-from wikisim.index.build import ensure_sample_index
+from wikisim.index.build import ensure_bundled_index
 from wikisim.tools.registry import python_available
 
 RESULTS = Path(__file__).parent / "results"
@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--python-steps", type=int, default=40)
     args = parser.parse_args()
-    index = args.index or ensure_sample_index()
+    index = args.index or ensure_bundled_index()
     qs = queries()
     has_python = python_available()
     env = WikiSimEnv(index=index, max_turns=10_000, python=has_python)

@@ -65,9 +65,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="hot passes over the queries")
     args = parser.parse_args()
     if args.index is None:
-        from wikisim.index.build import ensure_sample_index
+        from wikisim.index.build import ensure_bundled_index
 
-        args.index = ensure_sample_index()
+        args.index = ensure_bundled_index()
     backend = WikiBackend(args.index, retriever="bm25s")
     titles = [t for _, t in backend.index.store.titles()]
     suffixes = [

@@ -25,8 +25,9 @@ os.environ.setdefault("OPENAI_API_KEY", "unused")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from learn import SHORT_PROMPT, make_tasks  # noqa: E402
+from learn import TOY_ENV, make_tasks  # noqa: E402
 
+from agent.commands.train import SHORT_SYSTEM_PROMPT  # noqa: E402
 from agent.rollout.models import tiny_model  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
@@ -45,18 +46,15 @@ def main() -> None:
         "--curriculum", action="store_true", help="include the curriculum update in the step"
     )
     args = p.parse_args()
-    from wikisim.index.build import ensure_sample_index
-
     tasks, train, _ = make_tasks(400, 0)
     n = args.questions_per_step * args.group_size
     runner = EnvRunner(
         tasks,
-        index=str(ensure_sample_index()),
-        max_turns=2,
+        TOY_ENV,
         max_new_tokens=12,
+        max_context_tokens=4096,
         slots=n,
-        system_prompt=SHORT_PROMPT,
-        batch_size=n,
+        system_prompt=SHORT_SYSTEM_PROMPT,
     )
     out = RESULTS / "grpo_overhead"
     shutil.rmtree(out, ignore_errors=True)

@@ -49,6 +49,7 @@ os.environ.setdefault("OPENAI_API_KEY", "unused")
 import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from agent.commands.train import SHORT_SYSTEM_PROMPT  # noqa: E402
 from agent.rollout.models import load_local, tiny_model  # noqa: E402
 from agent.rollout.react import ChatFormat, Generation, TurnRequest  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
@@ -56,14 +57,14 @@ from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import sample_pass_rates, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import rejection_sample, train_sft  # noqa: E402
+from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import Task, TaskSet  # noqa: E402
 from wikisim.tools.protocol import format_answer  # noqa: E402
 
-SHORT_PROMPT = (
-    "You are a deep research assistant. Give the final answer enclosed in <answer></answer> tags."
-)
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_WALL_S = 3600
+#: The env of these toy questions: two turns, no tools needed (the sparse retriever loads fastest).
+TOY_ENV = EnvConfig(max_turns=2, retriever="bm25s", python=False)
 
 
 def make_tasks(n_train: int, n_dev: int, seed: int = 1234) -> tuple[TaskSet, list[str], list[str]]:
@@ -279,18 +280,15 @@ def main() -> None:
     p.add_argument("--k", type=int, default=4)
     args = p.parse_args()
     torch.set_num_threads(1)  # a shared 2-core machine: more threads only contend
-    from wikisim.index.build import ensure_sample_index
-
     t0 = time.perf_counter()
     tasks, train, dev = make_tasks(args.train, args.dev)
     runner = EnvRunner(
         tasks,
-        index=str(ensure_sample_index()),
-        max_turns=2,
+        TOY_ENV,
         max_new_tokens=12,
+        max_context_tokens=4096,
         slots=args.questions_per_step * args.group_size,
-        system_prompt=SHORT_PROMPT,
-        batch_size=args.questions_per_step * args.group_size,
+        system_prompt=SHORT_SYSTEM_PROMPT,
     )
     runs = [run_seed(s, args, runner, train, dev) for s in tqdm(args.seeds, desc="seeds")]
     summary = summarize(runs, args.k)

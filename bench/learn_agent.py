@@ -48,19 +48,26 @@ from agent.rollout.policies.transformers_policy import SamplingConfig, Transform
 from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
-from agent.train.data import learn_index  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
 from agent.train.teachers import ResearchTeacher  # noqa: E402
+from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
-ENV = {"search_k": 3, "visit_tokens": 150, "prompt": "compact", "retriever": "bm25s"}
+ENV = {
+    "index": "sample-qa",  # the 2014 sample + the HotpotQA and MuSiQue corpora, built once
+    "retriever": "bm25s",
+    "search_k": 3,
+    "visit_tokens": 150,
+    "prompt": "compact",
+    "python": False,
+}
 STAGES = ("untrained", "sft", "grpo")
 
 
@@ -116,19 +123,17 @@ def episode_stats(trajs: list[Trajectory]) -> dict:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, data: Data, index: Path, out: Path) -> None:
-        self.args, self.data, self.index, self.out = args, data, index, out
+    def __init__(self, args: argparse.Namespace, data: Data, out: Path) -> None:
+        self.args, self.data, self.out = args, data, out
         self.started = time.perf_counter()
         self.device = args.device
+        self.env = build_config(EnvConfig, {**ENV, "max_turns": args.max_turns})
         self.runner = EnvRunner(
             data.tasks,
-            index=str(index),
-            max_turns=args.max_turns,
+            self.env,
             max_new_tokens=args.max_new_tokens,
             max_context_tokens=args.max_context,
             slots=args.questions_per_step * args.group_size,
-            batch_size=args.questions_per_step * args.group_size,
-            **ENV,
         )
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
         self.held_file = self.out / "heldout.jsonl"
@@ -175,17 +180,15 @@ class Bench:
         cfg = build_config(
             EvalConfig,
             {
+                **self.env.to_dict(),
                 "policy": policy_dir or "search-answer",
-                "index": str(self.index),
                 "tasks": str(self.held_file),
                 "seeds": samples or 1,
-                "max_turns": a.max_turns,
                 "envs": a.eval_batch,
                 "batch_size": a.eval_batch,
                 "temperature": 1.0 if samples else 0.0,
                 "max_new_tokens": a.max_new_tokens,
                 "max_context_tokens": a.max_context,
-                **ENV,
             },
         )
         summary, trajs = evaluate(cfg, policy=policy, progress=False)
@@ -258,7 +261,7 @@ class Bench:
             dev_every=a.dev_every,
             dev_k=2,
             resume=False,
-            max_turns=a.max_turns,
+            env=self.env,
             max_new_tokens=a.max_new_tokens,
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
@@ -508,7 +511,7 @@ def main() -> None:
     t0 = time.perf_counter()
     data = load_data(args.eval_limit)
     shutil.rmtree(RESULTS / name, ignore_errors=True)
-    bench = Bench(args, data, learn_index(), RESULTS / name)
+    bench = Bench(args, data, RESULTS / name)
     times: dict = {}
     t = time.perf_counter()
     baseline = bench.evaluate("search-answer", None)

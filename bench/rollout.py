@@ -21,7 +21,7 @@ from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from agent.rollout.react import Budget
 from wikisim.env.tasks import load_tasks
-from wikisim.index.build import ensure_sample_index
+from wikisim.index.build import ensure_bundled_index
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -57,7 +57,9 @@ def main() -> None:
     tasks = load_tasks()
     jobs = jobs_for(tasks.ids()[: args.tasks], [0])
     budget = Budget(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens)
-    envs = make_envs(args.batch, index=ensure_sample_index(), tasks=tasks, max_turns=args.max_turns)
+    envs = make_envs(
+        args.batch, index=ensure_bundled_index(), tasks=tasks, max_turns=args.max_turns
+    )
     policy = TransformersPolicy.smollm2()
     rollout(envs[:1], policy, jobs[:1], budget=Budget(max_turns=1, max_new_tokens=4))  # warm-up
     single = measure(policy, envs[:1], jobs, budget, 1)

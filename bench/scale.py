@@ -278,7 +278,7 @@ def stage_search(work: Path) -> dict[str, Any]:
     queries = _queries()
     out: dict[str, Any] = {"disk_mb": 0.0, "queries": len(queries)}
     for backend in ("bm25s", "lucene", "dense"):
-        if backend not in index.backends:
+        if backend not in index.retrievers:
             continue
         retriever = index.retriever(backend)
         retriever.search(queries[:10], k=10)  # warm: model load, JVM, first pages

@@ -27,7 +27,7 @@ import torch
 from tqdm import tqdm
 
 from wikisim.index import open_index
-from wikisim.index.build import ensure_sample_index
+from wikisim.index.build import ensure_bundled_index
 from wikisim.index.hybrid import FusionParams, HybridRetriever, fuse
 from wikisim.paths import QA_DIR
 
@@ -78,7 +78,7 @@ def main() -> None:
         help="a built index with every backend (default: the bundled sample, built once)",
     )
     args = parser.parse_args()
-    index = open_index(args.index or ensure_sample_index(dense=True))
+    index = open_index(args.index or ensure_bundled_index(dense=True))
     queries = [q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())]
     print(
         f"{len(queries)} queries x {args.repeat} over {len(index.passages)} passages "

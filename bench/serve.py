@@ -248,9 +248,9 @@ def main() -> None:
     from wikisim.backends.wiki import WikiBackend
 
     if args.index is None:
-        from wikisim.index.build import ensure_sample_index
+        from wikisim.index.build import ensure_bundled_index
 
-        args.index = ensure_sample_index()
+        args.index = ensure_bundled_index()
     load_start = os.getloadavg()[0]
     local = WikiBackend(args.index, retriever=args.retriever)
     queries = [title for _, title in local.index.store.titles()][:200]

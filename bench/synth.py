@@ -215,11 +215,11 @@ def solvability(n: int, seed: int) -> dict[str, Any]:
     """Oracle and search baseline through env.step on the bundled sample's index."""
     from wikisim.backends.wiki import WikiBackend
     from wikisim.index import open_index
-    from wikisim.index.build import ensure_sample_index
+    from wikisim.index.build import ensure_bundled_index
     from wikisim.synth.solvability import search_gives_away, solve_rates, usable_retriever
     from wikisim.synth.source import facts_from_store
 
-    path = ensure_sample_index()
+    path = ensure_bundled_index()
     index = open_index(path)
     with tempfile.TemporaryDirectory() as tmp:
         db = facts_from_store(index.store, Path(tmp) / "facts.sqlite").db

@@ -30,9 +30,9 @@ def data_dir() -> Path:
 def sample_index(_isolated_cache: None) -> Path:
     """The 2014 sample dump built with every backend (Lucene, bm25s, dense): built once.
 
-    Built where `ensure_sample_index` looks, so code under test that falls back to the
+    Built where `ensure_bundled_index` looks, so code under test that falls back to the
     bundled index (gym.make with no arguments, the demo) reuses it instead of building again.
     """
-    from wikisim.index.build import ensure_sample_index
+    from wikisim.index.build import ensure_bundled_index
 
-    return ensure_sample_index(dense=True)
+    return ensure_bundled_index(dense=True)

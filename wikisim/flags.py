@@ -1,9 +1,11 @@
 """Configs as flags and YAML, one way for every command: defaults < YAML file < command-line flags.
 
-A config is a frozen dataclass whose fields are scalars, `Literal`s, optional scalars, mappings
-(a JSON object on the command line) or another config dataclass (its fields are flattened: the
-env's `max_turns` is `--max-turns` and `max_turns:` in YAML, or `env: {max_turns: ...}`). A
-flag and a YAML key of the same name mean the same thing.
+A config is a frozen dataclass whose fields are scalars, `Literal`s, optional scalars, lists of
+text (`tuple[str, ...]`), mappings (a JSON object on the command line) or another config dataclass
+(its fields are flattened: the env's `max_turns` is `--max-turns` and `max_turns:` in YAML, or
+`env: {max_turns: ...}`). A flag and a YAML key of the same name mean the same thing. A field
+declared with `option(...)` carries its help text, and may be a command's operands (positional)
+or required (given by a flag or the YAML file).
 """
 
 from __future__ import annotations
@@ -30,6 +32,27 @@ class _Field:
     path: tuple[str, ...]  # ("env", "max_turns") for a nested field
     hint: Any
     default: Any
+    help: str = ""
+    positional: bool = False
+    required: bool = False
+    short: str = ""
+
+
+def option(
+    default: Any = None,
+    help: str = "",
+    *,
+    positional: bool = False,
+    required: bool = False,
+    short: str = "",
+) -> Any:
+    """A config field with its flag's help; `positional` for a command's operands (`build INPUT...`),
+    `required` for a setting with no sensible default (a flag or the YAML file must give it),
+    `short` for a one-letter alias of its flag (`-k`)."""
+    return dataclasses.field(
+        default=default,
+        metadata={"help": help, "positional": positional, "required": required, "short": short},
+    )
 
 
 def _is_config(hint: Any) -> bool:
@@ -43,15 +66,30 @@ def config_fields(cls: type) -> dict[str, _Field]:
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
         if _is_config(hint):
-            for name, sub in config_fields(hint).items():
-                out[name] = _Field((f.name, *sub.path), sub.hint, sub.default)
-            continue
-        if f.name in out:
+            inner = {
+                n: _Field((f.name, *sub.path), sub.hint, sub.default)
+                for n, sub in config_fields(hint).items()
+            }
+        else:
+            default = f.default if f.default is not dataclasses.MISSING else None
+            meta = f.metadata
+            inner = {
+                f.name: _Field(
+                    (f.name,),
+                    hint,
+                    default,
+                    meta.get("help", ""),
+                    meta.get("positional", False),
+                    meta.get("required", False),
+                    meta.get("short", ""),
+                )
+            }
+        if clash := sorted(set(inner) & set(out)):
             raise ConfigError(
-                f"{cls.__name__}.{f.name} is also a field of a nested config: names must be unique"
+                f"{cls.__name__}: settings {clash} are named twice (a nested config's field names "
+                "must differ from the outer ones)"
             )
-        default = f.default if f.default is not dataclasses.MISSING else None
-        out[f.name] = _Field((f.name,), hint, default)
+        out.update(inner)
     return out
 
 
@@ -61,6 +99,14 @@ def _base(hint: Any) -> Any:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         return args[0] if len(args) == 1 else hint
     return hint
+
+
+def _list_item(hint: Any) -> type | None:
+    """`X` for a `tuple[X, ...]` of scalars (str, int or float), else None."""
+    if typing.get_origin(_base(hint)) is not tuple:
+        return None
+    item = typing.get_args(_base(hint))[0]
+    return item if item in (str, int, float) else None
 
 
 def _is_mapping(hint: Any) -> bool:
@@ -88,26 +134,40 @@ def add_config_arguments(
     for name, f in config_fields(cls).items():
         if name in skip:
             continue
-        flag, base = "--" + name.replace("_", "-"), _base(f.hint)
-        help_text = f"(default {f.default!r})"
-        if base is bool:
+        flags, base = [*filter(None, [f.short]), "--" + name.replace("_", "-")], _base(f.hint)
+        shown = "" if f.required or f.positional else f"(default {f.default!r})"
+        help_text = " ".join(x for x in (f.help, "(required)" if f.required else shown) if x)
+        if f.positional:  # operands may also come from the YAML file, so none is required here
+            many = _list_item(f.hint) is not None
             parser.add_argument(
-                flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text
+                name, nargs="*" if many else "?", default=None, metavar=name.upper(), help=help_text
+            )
+        elif base is bool:
+            parser.add_argument(
+                *flags,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
             )
         elif choices := literal_choices(f.hint):
             parser.add_argument(
-                flag, dest=name, choices=list(choices), default=None, help=help_text
+                *flags, dest=name, choices=list(choices), default=None, help=help_text
             )
         elif _is_mapping(f.hint):
             parser.add_argument(
-                flag, dest=name, type=_json_object, default=None, metavar="JSON", help=help_text
+                *flags, dest=name, type=_json_object, default=None, metavar="JSON", help=help_text
+            )
+        elif item := _list_item(f.hint):
+            parser.add_argument(
+                *flags, dest=name, nargs="+", type=item, default=None, help=help_text
             )
         elif base in (int, float, str):
-            parser.add_argument(flag, dest=name, type=base, default=None, help=help_text)
+            parser.add_argument(*flags, dest=name, type=base, default=None, help=help_text)
         else:
             raise ConfigError(
                 f"config field {name} has type {f.hint}; flags support int, float, str, bool, "
-                "Literal, mappings and nested configs"
+                "Literal, tuples of scalars, mappings and nested configs"
             )
 
 
@@ -126,7 +186,20 @@ def build_config(cls: type[C], values: Mapping[str, Any], where: str = "settings
         for part in f.path[:-1]:
             node = node.setdefault(part, {})
         node[f.path[-1]] = _typed(name, f.hint, value, where)
+    for name, f in table.items():
+        if f.required and not _given(nested, f.path):
+            how = "an operand" if f.positional else f"--{name.replace('_', '-')}"
+            raise ConfigError(f"{where}: {name} is required ({how}, or `{name}:` in --config)")
     return _construct(cls, nested)
+
+
+def _given(values: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = values
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return node not in (None, "", ())
 
 
 def _flatten(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -159,6 +232,14 @@ def _typed(name: str, hint: Any, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: setting {name}={value!r} must be a {base.__name__}")
     if _is_mapping(hint) and not isinstance(value, Mapping):
         raise ConfigError(f"{where}: setting {name}={value!r} must be a mapping")
+    if item := _list_item(hint):
+        if not isinstance(value, list | tuple) or not all(
+            isinstance(v, item) and not isinstance(v, bool) for v in value
+        ):
+            raise ConfigError(
+                f"{where}: setting {name}={value!r} must be a list of {item.__name__}"
+            )
+        return tuple(value)
     return value
 
 
@@ -190,9 +271,8 @@ def load_config(
 def config_from_args(cls: type[C], args: argparse.Namespace) -> C:
     """The config a parsed command line describes (`--config` YAML, then the flags that were given)."""
     names = config_fields(cls)
-    return load_config(
-        cls, getattr(args, "config", None), {k: v for k, v in vars(args).items() if k in names}
-    )
+    given = {k: v for k, v in vars(args).items() if k in names and v != []}
+    return load_config(cls, getattr(args, "config", None), given)
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -203,5 +283,11 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
         if dataclasses.is_dataclass(value):
             out.update(config_to_dict(value))
         else:
-            out[f.name] = dict(value) if isinstance(value, Mapping) else value
+            out[f.name] = (
+                dict(value)
+                if isinstance(value, Mapping)
+                else list(value)
+                if isinstance(value, tuple)
+                else value
+            )
     return out

@@ -14,38 +14,41 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from agent.eval.compare import compare_runs, format_comparison, load_run
+from wikisim.flags import add_config_arguments, config_from_args, option
+
+#: The per-episode score compared (shared with `wikisim power`).
+Metric = Literal["em", "f1", "judge", "reward"]
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """What `wikisim compare` is asked for (every field a flag and a YAML key)."""
+
+    runs: tuple[str, ...] = option(
+        (), "eval output folders; the first is the baseline", positional=True, required=True
+    )
+    metric: Metric = option("em", "per-episode score")
+    confidence: float = option(0.95, "interval level")
+    seed: int = option(0, "seed of the bootstrap and permutation draws")
+    out: str | None = option(None, "also write the comparison as JSON here")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "runs", nargs="+", metavar="RUN", help="eval output folders; the first is the baseline"
-    )
-    add_metric_argument(parser)
-    parser.add_argument(
-        "--confidence", type=float, default=0.95, help="interval level (default 0.95)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the bootstrap and permutation draws"
-    )
-    parser.add_argument("--out", help="also write the comparison as JSON here")
-
-
-def add_metric_argument(parser: argparse.ArgumentParser) -> None:
-    """--metric, shared with `wikisim power`."""
-    parser.add_argument(
-        "--metric", default="em", help="per-episode score: em | f1 | judge | reward (default em)"
-    )
+    add_config_arguments(parser, CompareOptions)
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = [load_run(path, args.metric) for path in args.runs]
-    report = compare_runs(runs, confidence=args.confidence, seed=args.seed)
-    print(format_comparison(report, args.metric), end="")
-    if args.out:
-        Path(args.out).write_text(
-            json.dumps({"metric": args.metric, **report}, indent=2) + "\n", encoding="utf-8"
+    o = config_from_args(CompareOptions, args)
+    runs = [load_run(path, o.metric) for path in o.runs]
+    report = compare_runs(runs, confidence=o.confidence, seed=o.seed)
+    print(format_comparison(report, o.metric), end="")
+    if o.out:
+        Path(o.out).write_text(
+            json.dumps({"metric": o.metric, **report}, indent=2) + "\n", encoding="utf-8"
         )
     return 0

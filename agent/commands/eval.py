@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
-from wikisim.flags import add_config_arguments, config_from_args
+from wikisim.flags import add_config_arguments, config_from_args, option
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What `wikisim eval` is asked for: the run's `EvalConfig` and where its results go."""
+
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    out: str = option("", "directory for the results", required=True)
+    progress: bool = option(True, "progress bar (--no-progress: none)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_arguments(parser, EvalConfig)
-    parser.add_argument("--out", required=True, help="directory for the results")
-    parser.add_argument("--no-progress", action="store_true")
+    add_config_arguments(parser, EvalOptions)
 
 
 def run(args: argparse.Namespace) -> int:
-    summary, _ = evaluate(
-        config_from_args(EvalConfig, args), args.out, progress=not args.no_progress
-    )
+    o = config_from_args(EvalOptions, args)
+    summary, _ = evaluate(o.eval, o.out, progress=o.progress)
     print(markdown_table([summary]), end="")
-    print(json.dumps({"pass@k": summary["pass@k"], "out": args.out}))
+    print(json.dumps({"pass@k": summary["pass@k"], "out": o.out}))
     return 0

@@ -13,44 +13,41 @@ task's difference. `--correlation` is the correlation of the two policies' per-t
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from agent.commands.compare import add_metric_argument
+from agent.commands.compare import Metric
 from agent.eval.compare import format_power, load_run, power_table
+from wikisim.flags import add_config_arguments, config_from_args, option
+
+
+@dataclass(frozen=True)
+class PowerOptions:
+    """What `wikisim power` is asked for (every field a flag and a YAML key)."""
+
+    baseline: str = option("", "a `wikisim eval --out` folder", required=True)
+    delta: float = option(0.03, "the difference to detect")
+    metric: Metric = option("em", "per-episode score")
+    alpha: float = option(0.05, "two-sided significance level")
+    power: float = option(0.8, "probability of detecting delta")
+    correlation: float = option(
+        0.0, "correlation of the two policies' per-task means (0: conservative)"
+    )
+    seeds: tuple[int, ...] = option((1, 2, 4, 8), "seeds per task to plan for")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--baseline", required=True, metavar="RUN", help="a `wikisim eval --out` folder"
-    )
-    parser.add_argument(
-        "--delta", type=float, default=0.03, help="the difference to detect (default 0.03)"
-    )
-    add_metric_argument(parser)
-    parser.add_argument(
-        "--alpha", type=float, default=0.05, help="two-sided significance level (default 0.05)"
-    )
-    parser.add_argument(
-        "--power", type=float, default=0.8, help="probability of detecting delta (default 0.8)"
-    )
-    parser.add_argument(
-        "--correlation",
-        type=float,
-        default=0.0,
-        help="correlation of the two policies' per-task means (default 0: conservative)",
-    )
-    parser.add_argument(
-        "--seeds", type=int, nargs="+", default=[1, 2, 4, 8], help="seeds per task to plan for"
-    )
+    add_config_arguments(parser, PowerOptions)
 
 
 def run(args: argparse.Namespace) -> int:
+    o = config_from_args(PowerOptions, args)
     report = power_table(
-        load_run(args.baseline, args.metric),
-        args.delta,
-        alpha=args.alpha,
-        power=args.power,
-        correlation=args.correlation,
-        seeds=tuple(args.seeds),
+        load_run(o.baseline, o.metric),
+        o.delta,
+        alpha=o.alpha,
+        power=o.power,
+        correlation=o.correlation,
+        seeds=o.seeds,
     )
-    print(format_power(report, args.metric), end="")
+    print(format_power(report, o.metric), end="")
     return 0

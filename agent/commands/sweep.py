@@ -21,6 +21,7 @@ import itertools
 import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +31,32 @@ from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.metrics import intervals
 from agent.rollout.trajectory import read_trajectories
 from wikisim.errors import ConfigError
-from wikisim.flags import build_config, config_fields
+from wikisim.flags import (
+    add_config_arguments,
+    build_config,
+    config_fields,
+    config_from_args,
+    option,
+)
 
 METRICS = ("em", "f1", "turns", "generated_tokens")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", help="sweep YAML (see `wikisim sweep --help` and agent/commands/sweep.py)"
+@dataclass(frozen=True)
+class SweepOptions:
+    """What `wikisim sweep` is asked for: the sweep file (its grid, seeds and out) and workers."""
+
+    file: str = option(
+        "",
+        "sweep YAML (see `wikisim sweep --help` and agent/commands/sweep.py)",
+        positional=True,
+        required=True,
     )
-    parser.add_argument("--workers", type=int, help="parallel processes (overrides the file)")
+    workers: int | None = option(None, "parallel processes (None: the file's `workers`)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser, SweepOptions)
 
 
 def load_sweep(path: str | Path) -> dict[str, Any]:
@@ -165,5 +182,6 @@ def write_sweep(out: Path, spec: dict[str, Any], rows: list[dict[str, Any]]) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    run_sweep(load_sweep(args.file), args.workers)
+    o = config_from_args(SweepOptions, args)
+    run_sweep(load_sweep(o.file), o.workers)
     return 0

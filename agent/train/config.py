@@ -1,5 +1,9 @@
 """Trainer configs: frozen dataclasses, validated once, loadable from YAML, every field a flag.
 
+The env a run trains in is an `EnvConfig` nested as `env`, with the env's own defaults (the
+paper's); its settings are flat flags and YAML keys like the trainer's own (`--max-turns 4`,
+`max_turns: 4`, or `env: {max_turns: 4}`), and its `tasks` are the training questions.
+
 Flags and YAML come from `wikisim.flags` (defaults < YAML file < command-line flags), as for
 every command. Options with a fixed set of values are `Literal`s, checked in `__post_init__`
 and offered as argparse `choices`.
@@ -7,20 +11,21 @@ and offered as argparse `choices`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import yaml
 
+from agent.rollout.react import Budget
 from wikisim.checks import above, at_least, check_literals
+from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
 from wikisim.flags import config_to_dict
 
 Schedule = Literal["constant", "linear", "cosine"]
 Precision = Literal["auto", "no", "bf16"]
 Advantage = Literal["leave_one_out", "std_normalized"]
-PromptKind = Literal["full", "compact"]
 AggregationName = Literal["token", "sequence"]
 
 
@@ -31,20 +36,15 @@ class TrainConfig:
     output_dir: str = "runs/train"  # checkpoints, metrics.jsonl, curves.png
     seed: int = 0  # the one seeding point: weights of a from-config model, data order, sampling
     model: str = "tiny"  # "tiny" (from config), "smollm2" (bundled), or a saved transformers folder
-    tasks: str = (
-        ""  # training questions: task files, comma-separated, each optionally sliced `[a:b]`
+    env: EnvConfig = field(
+        default_factory=EnvConfig
+    )  # the env episodes run in (its `tasks`: the training questions)
+    system_prompt: str = (
+        ""  # replaces the env's: "short" (one line, for tiny models) or the text itself
     )
-    dev_tasks: str = ""  # held-out questions for pass@k, written the same way ("" = no dev eval)
-    index: str = ""  # built index directory ("" = the bundled sample; "learn-agent": sample + HotpotQA + MuSiQue)
-    retriever: str = "bm25s"  # search backend of the env
-    max_turns: int = 4  # env turn budget per episode
-    max_new_tokens: int = 96  # tokens the policy may sample per turn
-    max_context_tokens: int = 4096  # prompt + turns + observations per episode
-    search_k: int = 10  # env: results per search query (small models: 3)
-    visit_tokens: int = 1500  # env: token budget of each visited page's extract (small models: 150)
-    prompt: PromptKind = (
-        "full"  # env system prompt: the paper's, or "compact" (one line per tool, same format)
-    )
+    dev_tasks: str = ""  # held-out questions for pass@k, written as `tasks` is ("" = no dev eval)
+    max_new_tokens: int = Budget.max_new_tokens  # tokens the policy may sample per turn
+    max_context_tokens: int = Budget.max_context_tokens  # prompt + turns + observations per episode
     lr: float = 1e-3
     lr_schedule: Schedule = "constant"
     warmup_steps: int = 0
@@ -65,12 +65,9 @@ class TrainConfig:
         at_least(
             type(self).__name__,
             1,
-            max_turns=self.max_turns,
             max_new_tokens=self.max_new_tokens,
             micro_batch_size=self.micro_batch_size,
             max_context_tokens=self.max_context_tokens,
-            search_k=self.search_k,
-            visit_tokens=self.visit_tokens,
         )
         above(
             type(self).__name__,

@@ -16,6 +16,8 @@ import gymnasium as gym
 
 from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import Trajectory
+from agent.train.config import TrainConfig
+from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
 
@@ -52,45 +54,59 @@ def task_tags(task: Task) -> dict[str, str]:
 
 
 class EnvRunner:
-    """A pool of WikiSim-v0 envs over one task set, and the budgets every episode runs under."""
+    """A pool of WikiSim-v0 envs over one task set, and the budgets every episode runs under.
+
+    The env's settings (turns, retriever, context) are its `EnvConfig`; the runner adds only
+    what a policy's budget needs beyond them: tokens per turn and per episode.
+    """
 
     def __init__(
         self,
         tasks: TaskSet,
+        env: EnvConfig,
         *,
-        index: str | None = None,
-        retriever: str = "bm25s",
-        max_turns: int = 4,
-        max_new_tokens: int = 96,
-        max_context_tokens: int = 4096,
-        slots: int = 64,
+        max_new_tokens: int,
+        max_context_tokens: int,
+        slots: int,
         system_prompt: str | None = None,
-        batch_size: int = 64,
-        search_k: int = 10,
-        visit_tokens: int = 1500,
-        prompt: str = "full",
     ) -> None:
         from agent.rollout.episodes import make_envs
 
         self.tasks = tasks
-        envs = make_envs(
-            slots,
-            index=index or None,
-            tasks=tasks,
-            max_turns=max_turns,
-            retriever=retriever,
-            python=False,
-            search_k=search_k,
-            visit_tokens=visit_tokens,
-            prompt=prompt,
+        self.pool = make_envs(slots, env, tasks=tasks)
+        self.envs = (
+            [SystemPrompt(e, system_prompt) for e in self.pool] if system_prompt else self.pool
         )
-        self.envs = [SystemPrompt(e, system_prompt) for e in envs] if system_prompt else envs
         self.budget = Budget(
-            max_turns=max_turns,
+            max_turns=env.max_turns,
             max_context_tokens=max_context_tokens,
             max_new_tokens=max_new_tokens,
         )
-        self.batch_size = batch_size
+        self.batch_size = slots
+
+    @classmethod
+    def for_run(
+        cls, cfg: TrainConfig, tasks: TaskSet, slots: int, system_prompt: str | None = None
+    ) -> EnvRunner:
+        """The envs a training run's config describes, over `tasks` (its training and dev questions)."""
+        return cls(
+            tasks,
+            cfg.env,
+            max_new_tokens=cfg.max_new_tokens,
+            max_context_tokens=cfg.max_context_tokens,
+            slots=slots,
+            system_prompt=system_prompt,
+        )
+
+    def close(self) -> None:
+        """Close the envs and the backend they share."""
+        self.pool.close()
+
+    def __enter__(self) -> EnvRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run(self, policy: Any, task_ids: Sequence[str], n: int, seed: int) -> list[Trajectory]:
         """`n` episodes per task id (contiguous), each with its own seed derived from `seed`."""

@@ -21,12 +21,26 @@ from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
 from agent.train.sft import answer_observed, rejection_sample, train_sft
 from agent.train.teachers import ResearchTeacher
+from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet, load_tasks
 from wikisim.flags import build_config
 from wikisim.tools.protocol import format_answer
 
 pytestmark = pytest.mark.slow
-CONTEXT = {"search_k": 2, "visit_tokens": 60, "prompt": "compact"}
+CONTEXT = {
+    "search_k": 2,
+    "visit_tokens": 60,
+    "prompt": "compact",
+    "retriever": "bm25s",
+    "python": False,
+}
+
+
+def runner_for(tasks: TaskSet, *, max_turns: int, max_new_tokens: int, slots: int) -> EnvRunner:
+    env = EnvConfig(max_turns=max_turns, **CONTEXT)
+    return EnvRunner(
+        tasks, env, max_new_tokens=max_new_tokens, max_context_tokens=4096, slots=slots
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +56,7 @@ def tasks() -> TaskSet:
 @pytest.fixture(scope="module")
 def teacher_data(smol, tasks):
     chat = ChatFormat(smol[0])
-    runner = EnvRunner(tasks, max_turns=4, max_new_tokens=96, slots=8, **CONTEXT)
+    runner = runner_for(tasks, max_turns=4, max_new_tokens=96, slots=8)
     return rejection_sample(
         runner.teacher(ResearchTeacher(tasks, chat), chat, seed=0), tasks.ids(), 3
     )
@@ -83,7 +97,7 @@ def test_sft_data_holds_only_answers_read_in_an_observation(teacher_data, tasks,
                 for r in requests
             ]
 
-    runner = EnvRunner(tasks, max_turns=2, max_new_tokens=32, slots=8, **CONTEXT)
+    runner = runner_for(tasks, max_turns=2, max_new_tokens=32, slots=8)
     recalled, report = rejection_sample(runner.teacher(Recaller(), Recaller.chat), tasks.ids(), 1)
     assert recalled == [] and report.tried_total == len(tasks)
     kept_anyway, _ = rejection_sample(
@@ -97,7 +111,7 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
     adapter = sft_dir / "adapter"
     assert is_adapter(adapter) and (adapter / "adapter_model.safetensors").stat().st_size < 8 << 20
     task = Task("say-yes", "Reply with exactly <answer>yes</answer> and nothing else.", ("yes",))
-    runner = EnvRunner(TaskSet([task]), max_turns=1, max_new_tokens=12, slots=2, **CONTEXT)
+    runner = runner_for(TaskSet([task]), max_turns=1, max_new_tokens=12, slots=2)
     # the entropy bonus gives the step a gradient even when the group's rewards tie (then the
     # advantages are all zero), so that one step of a barely trained model always moves
     cfg = GRPOConfig(
@@ -111,7 +125,7 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
         questions_per_step=1,
         group_size=2,
         micro_batch_size=2,
-        max_turns=1,
+        env=EnvConfig(max_turns=1, **CONTEXT),
         max_new_tokens=12,
         cpu=True,
         dev_every=0,

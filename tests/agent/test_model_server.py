@@ -15,6 +15,7 @@ from agent.train.config import GRPOConfig
 from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
 from agent.train.weight_sync import WeightSync, server_root
+from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import BackendError, ConfigError
 
@@ -123,12 +124,11 @@ def test_grpo_samples_from_the_server_and_syncs_it_after_every_update(
     )
     runner = EnvRunner(
         tasks,
-        index=str(sample_index),
-        max_turns=2,
+        EnvConfig(index=str(sample_index), max_turns=2, retriever="bm25s", python=False),
         max_new_tokens=8,
+        max_context_tokens=4096,
         slots=8,
         system_prompt=SHORT_SYSTEM_PROMPT,
-        batch_size=8,
     )
     tok, server_model = tiny_model(9)  # the trainer's first push replaces these weights
     batches = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pytest
@@ -13,8 +13,9 @@ import yaml
 from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.loop import read_metrics
 from wikisim.cli import main
+from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
-from wikisim.flags import add_config_arguments, load_config
+from wikisim.flags import add_config_arguments, config_fields, load_config
 
 
 def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
@@ -22,11 +23,32 @@ def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
         p = argparse.ArgumentParser()
         add_config_arguments(p, cls)
         dests = {a.dest for a in p._actions}
-        assert {f.name for f in fields(cls)} <= dests
+        assert set(config_fields(cls)) <= dests
+        assert {f.name for f in fields(EnvConfig)} <= dests  # the env's settings, flattened
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"lr": 1, "group-size": 4, "aggregation": "sequence"}))
     cfg = load_config(GRPOConfig, path, {"group_size": 6, "steps": None})
     assert (cfg.lr, cfg.group_size, cfg.aggregation, cfg.steps) == (1.0, 6, "sequence", 50)
+    assert cfg.env == EnvConfig()  # the env's defaults are the env's own
+
+
+def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):
+    flat, nested = tmp_path / "flat.yaml", tmp_path / "nested.yaml"
+    flat.write_text(yaml.safe_dump({"max_turns": 4, "retriever": "bm25s", "lr": 0.5}))
+    nested.write_text(yaml.safe_dump({"env": {"max_turns": 4, "retriever": "bm25s"}, "lr": 0.5}))
+    a, b = (load_config(SFTConfig, f) for f in (flat, nested))
+    assert a == b and a.env == EnvConfig(max_turns=4, retriever="bm25s")
+    assert load_config(SFTConfig, flat, {"max_turns": 6}).env.max_turns == 6  # flags win
+    with pytest.raises(ConfigError, match="max_turns=0"):
+        load_config(SFTConfig, None, {"max_turns": 0})
+
+    @dataclass(frozen=True)
+    class Clash:
+        max_turns: int = 1
+        env: EnvConfig = field(default_factory=EnvConfig)
+
+    with pytest.raises(ConfigError, match=r"\['max_turns'\] are named twice"):
+        config_fields(Clash)
 
 
 @pytest.mark.parametrize(
@@ -76,6 +98,8 @@ def runs(tmp_path_factory, sample_index):
         "--cpu",
         "--max-turns",
         "3",
+        "--retriever",
+        "bm25s",
         "--max-new-tokens",
         "12",
         "--seed",

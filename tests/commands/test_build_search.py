@@ -102,8 +102,12 @@ def test_search_errors_are_clear(built, tmp_path, capsys) -> None:
     (half / "passages.sqlite").write_bytes(b"")
     assert main(["search", "--index", str(half), "x"]) == 2
     assert "no manifest.json" in capsys.readouterr().err
-    assert main(["search", "--index", str(built), "--retriever", "solr", "x"]) == 2
-    assert "unknown retriever 'solr'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse names the choices
+        main(["search", "--index", str(built), "--retriever", "solr", "x"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'solr'" in capsys.readouterr().err
+    assert main(["search", "--index", str(built)]) == 2
+    assert "queries is required" in capsys.readouterr().err
     assert main(["search", "--index", str(built), "--retriever", "dense", "x"]) == 2
     assert "no 'dense' index" in capsys.readouterr().err
     assert main(["search", "--index", str(built), "  "]) == 2

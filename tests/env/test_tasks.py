@@ -120,3 +120,18 @@ def test_bundled_tasks_are_answered_by_their_evidence(sample_index: Path) -> Non
         assert any(a.lower() in t for a in task.answers for t in texts), (
             f"{task.id}: no gold answer in its evidence"
         )
+
+
+def test_several_files_each_sliced_make_one_task_set(tmp_path: Path, monkeypatch) -> None:
+    spec = "data/tasks/sample.jsonl[:3],data/qa/hotpotqa-train-100.json[-2:]"
+    monkeypatch.chdir(tmp_path)  # `data/...` names the bundled files from any directory
+    tasks = load_tasks(spec)
+    hotpot = list(load_tasks(QA_DIR / "hotpotqa-train-100.json"))
+    assert tasks.ids() == [*load_tasks(None).ids()[:3], *(t.id for t in hotpot[-2:])]
+    assert tasks.name == spec
+    with pytest.raises(TaskError, match=r"selects no tasks"):
+        load_tasks("data/tasks/sample.jsonl[5:5]")
+    with pytest.raises(TaskError, match="no task file at nowhere.jsonl"):
+        load_tasks("data/tasks/sample.jsonl,nowhere.jsonl")
+    with pytest.raises(TaskError, match="names no file"):
+        load_tasks(" , ")

@@ -14,7 +14,7 @@ import pytest
 
 from wikisim.errors import ConfigError, CorpusError, IndexNotBuiltError
 from wikisim.index import open_index
-from wikisim.index.build import build, ensure_sample_index
+from wikisim.index.build import build, ensure_bundled_index
 from wikisim.index.layout import building_dir
 from wikisim.paths import DATA_DIR, REPO_ROOT, SAMPLE_DUMP
 
@@ -128,7 +128,7 @@ def test_rebuild_replaces_an_index_and_sample_index_is_cached(small, tmp_path) -
     assert other.manifest_hash != small[1]  # a different passage budget is a different index
     assert build([SMALL], out, **SPARSE).manifest_hash == small[1]
     assert open_index(out).manifest_hash == small[1]
-    first = ensure_sample_index()
+    first = ensure_bundled_index()
     mtime = (first / "manifest.json").stat().st_mtime_ns
-    assert ensure_sample_index() == first and (first / "manifest.json").stat().st_mtime_ns == mtime
-    assert "lucene" in open_index(first).backends
+    assert ensure_bundled_index() == first and (first / "manifest.json").stat().st_mtime_ns == mtime
+    assert "lucene" in open_index(first).retrievers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
-from wikisim.index import BACKENDS, open_index
+from wikisim.index import RETRIEVERS, open_index
 from wikisim.index.hybrid import FusionParams, fuse
 
 
@@ -15,7 +15,7 @@ def index(sample_index):
 
 
 def test_index_layout_and_manifest(index) -> None:
-    assert set(index.backends) == set(BACKENDS)
+    assert set(index.retrievers) == set(RETRIEVERS)
     m = index.manifest
     assert (
         m["inputs"][0]["name"] == "enwiki-2014-sample.xml.bz2"
@@ -34,7 +34,7 @@ def test_index_layout_and_manifest(index) -> None:
     assert len(index.manifest_hash) == 16
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", RETRIEVERS)
 def test_backend_finds_the_right_article(index, backend: str) -> None:
     retriever = index.retriever(backend)
     assert retriever.manifest_hash == index.manifest_hash
@@ -59,7 +59,7 @@ def test_query_without_known_terms_gives_no_sparse_hits(index) -> None:
 
 
 def test_bad_calls_are_refused(index) -> None:
-    with pytest.raises(ConfigError, match="unknown backend 'elastic'"):
+    with pytest.raises(ConfigError, match="unknown retriever 'elastic'"):
         index.retriever("elastic")
     with pytest.raises(ConfigError, match="empty"):
         index.retriever("bm25s").search(["  "], k=3)
@@ -83,7 +83,7 @@ def test_fusion_is_weighted_rrf_with_docid_ties() -> None:
 def test_bare_lucene_directory_opens_as_a_prebuilt_index(sample_index) -> None:
     """What a user with a pyserini prebuilt index (e.g. wikipedia-kilt-doc) does."""
     bare = open_index(sample_index / "lucene")
-    assert bare.backends == ("lucene",) and bare.manifest["kind"] == "lucene-prebuilt"
+    assert bare.retrievers == ("lucene",) and bare.manifest["kind"] == "lucene-prebuilt"
     hits = bare.retriever("lucene").search(["symptoms of autism in children"], k=3)[0]
     assert hits[0].title == "Autism" and hits[0].url == "https://en.wikipedia.org/wiki/Autism"
     assert hits[0].snippet
@@ -111,6 +111,6 @@ def test_pyserini_prebuilt_index_opens_by_name(tmp_path, monkeypatch) -> None:
     ]
     build_lucene([p for page in pages for p in split_page(page)], local)
     by_name = open_index("wikipedia-kilt-doc")
-    assert by_name.path == local and by_name.backends == ("lucene",)
+    assert by_name.path == local and by_name.retrievers == ("lucene",)
     hits = by_name.retriever("lucene").search(["who wrote hamlet"], k=1)[0]
     assert hits[0].title == "Hamlet" and hits[0].docid == "1#0"

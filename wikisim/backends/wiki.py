@@ -19,11 +19,9 @@ from wikisim.backends.extract import Extractor, LeadExtractor
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
-from wikisim.index.base import DEFAULT_RETRIEVER, Hit
+from wikisim.index.base import DEFAULT_RETRIEVER, RETRIEVERS, Hit
 from wikisim.index.ranked import RankedRetriever
 from wikisim.index.small_bm25 import SmallBM25
-
-RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
 
 
 class _Citations:

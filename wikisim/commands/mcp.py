@@ -10,45 +10,30 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
+from typing import Literal
 
-from wikisim.commands.serve import RETRIEVERS, bind
-from wikisim.index.base import DEFAULT_RETRIEVER
+from wikisim.commands.serve import bind
+from wikisim.flags import add_config_arguments, config_from_args, option
+from wikisim.index.base import DEFAULT_RETRIEVER, RetrieverName
 
-TRANSPORTS = ("stdio", "streamable-http")
+
+@dataclass(frozen=True)
+class McpOptions:
+    """What `wikisim mcp` is asked for (every field a flag and a YAML key)."""
+
+    index: str = option("", "a built index directory (wikisim build)", required=True)
+    transport: Literal["stdio", "streamable-http"] = option("stdio", "how clients connect")
+    host: str = option("127.0.0.1", "address for streamable-http")
+    port: int = option(8766, "port for streamable-http (0 = any free)")
+    retriever: RetrieverName = option(DEFAULT_RETRIEVER, "retriever for search, as the env's")
+    search_k: int = option(10, "results per search query, as the env's search_k")
+    visit_tokens: int = option(1500, "token budget of a visit, as the env's")
+    python: bool = option(True, "offer the python sandbox tool (--no-python leaves it out)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index", required=True, help="a built index directory (wikisim build)")
-    parser.add_argument(
-        "--transport",
-        default="stdio",
-        choices=TRANSPORTS,
-        help="how clients connect (default stdio)",
-    )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address for streamable-http (default 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=8766,
-        help="port for streamable-http (default 8766; 0 = any free)",
-    )
-    parser.add_argument(
-        "--retriever",
-        default=DEFAULT_RETRIEVER,
-        choices=RETRIEVERS,
-        help=f"retriever for search (default {DEFAULT_RETRIEVER}, as the env's)",
-    )
-    parser.add_argument(
-        "--search-k", type=int, default=10, help="results per search query, as the env's search_k"
-    )
-    parser.add_argument(
-        "--visit-tokens", type=int, default=1500, help="token budget of a visit, as the env's"
-    )
-    parser.add_argument(
-        "--no-python", action="store_true", help="leave the python sandbox tool out"
-    )
+    add_config_arguments(parser, McpOptions)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from wikisim.integrations.mcp_server import build_server, serve_stdio
     from wikisim.tools.registry import default_toolbox
 
+    o = config_from_args(McpOptions, args)
     sock = (
-        bind(args.host, args.port) if args.transport == "streamable-http" else None
+        bind(o.host, o.port) if o.transport == "streamable-http" else None
     )  # a taken port fails first
     try:
-        backend = WikiBackend(args.index, retriever=args.retriever)
+        backend = WikiBackend(o.index, retriever=o.retriever)
         backend.search(["warm up"], 1)
     except BaseException:
         if sock is not None:
@@ -70,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     toolbox = default_toolbox(
         backend,
-        k=args.search_k,
-        visit_tokens=args.visit_tokens,
-        python=False if args.no_python else None,
+        k=o.search_k,
+        visit_tokens=o.visit_tokens,
+        python=None if o.python else False,
     )
     server = build_server(toolbox)
     if sock is None:
@@ -87,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    app = server.streamable_http_app(host=args.host)
+    app = server.streamable_http_app(host=o.host)
     print(
-        f"wikisim mcp: listening on http://{host}:{port}/mcp (retriever {args.retriever}, "
+        f"wikisim mcp: listening on http://{host}:{port}/mcp (retriever {o.retriever}, "
         f"manifest {backend.manifest_hash[:12]})",
         flush=True,
     )

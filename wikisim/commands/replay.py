@@ -3,25 +3,40 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from wikisim.env.replay import replay
+from wikisim.flags import add_config_arguments, config_from_args, option
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What `wikisim replay` is asked for (every field a flag and a YAML key)."""
+
+    file: tuple[str, ...] = option(
+        (),
+        "trajectory file(s) (JSONL written by wikisim.env.replay.RecordEpisodes)",
+        positional=True,
+        required=True,
+    )
+    index: str | None = option(None, "index directory to replay against (None: the recorded one)")
+    tasks: str | None = option(None, "task file (None: the recorded one)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", help="trajectory file (JSONL written by wikisim.env.replay.RecordEpisodes)"
-    )
-    parser.add_argument(
-        "--index", help="index directory to replay against (default: the recorded one)"
-    )
-    parser.add_argument("--tasks", help="task file (default: the recorded one)")
+    add_config_arguments(parser, ReplayOptions)
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = {k: v for k, v in (("index", args.index), ("tasks", args.tasks)) if v}
-    report = replay(args.file, **overrides)
-    for d in report.differences:
-        print(d)
-    verdict = "identical" if report.identical else f"{len(report.differences)} difference(s)"
-    print(f"replayed {report.episodes} episode(s), {report.steps} step(s): {verdict}")
-    return 0 if report.identical else 1
+    from wikisim.env.replay import replay
+
+    o = config_from_args(ReplayOptions, args)
+    overrides = {k: v for k, v in (("index", o.index), ("tasks", o.tasks)) if v}
+    identical = True
+    for file in o.file:
+        report = replay(file, **overrides)
+        for d in report.differences:
+            print(d)
+        verdict = "identical" if report.identical else f"{len(report.differences)} difference(s)"
+        print(f"{file}: replayed {report.episodes} episode(s), {report.steps} step(s): {verdict}")
+        identical &= report.identical
+    return 0 if identical else 1

@@ -6,30 +6,32 @@ import argparse
 import json
 import shutil
 import textwrap
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from wikisim.errors import ConfigError
-from wikisim.index.base import DEFAULT_RETRIEVER, Hit
-from wikisim.index.layout import BACKENDS
+from wikisim.flags import add_config_arguments, config_from_args, option
+from wikisim.index.base import DEFAULT_RETRIEVER, Hit, RetrieverName
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What `wikisim search` is asked for (every field a flag and a YAML key)."""
+
+    queries: tuple[str, ...] = option(
+        (), "one or more queries (quote each)", positional=True, required=True
+    )
+    index: str = option("", "a built index directory (or a bare Lucene index)", required=True)
+    retriever: RetrieverName | None = option(
+        None,
+        f"None: {DEFAULT_RETRIEVER}; on an index built without dense, bm25s (lucene for a bare "
+        "Lucene index)",
+    )
+    k: int = option(10, "hits per query", short="-k")
+    json: bool = option(False, "one JSON object per query, one per line")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "queries", nargs="+", metavar="QUERY", help="one or more queries (quote each)"
-    )
-    parser.add_argument(
-        "--index", required=True, help="a built index directory (or a bare Lucene index)"
-    )
-    parser.add_argument(
-        "--retriever",
-        default=None,
-        help=f"one of {', '.join(BACKENDS)} (default: {DEFAULT_RETRIEVER}; on an index built "
-        "without dense, bm25s, or lucene for a bare Lucene index)",
-    )
-    parser.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
-    parser.add_argument(
-        "--json", action="store_true", help="one JSON object per query, one per line"
-    )
+    add_config_arguments(parser, SearchOptions)
 
 
 def table(query: str, hits: list[Hit], width: int) -> str:
@@ -50,24 +52,21 @@ def table(query: str, hits: list[Hit], width: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from wikisim.index.layout import open_index
 
-    queries = [q.strip() for q in args.queries]
+    o = config_from_args(SearchOptions, args)
+    queries = [q.strip() for q in o.queries]
     for i, q in enumerate(queries):
         if not q:
             raise ConfigError(
                 f'query {i + 1} is empty; pass non-empty text, e.g. wikisim search --index DIR "who wrote Hamlet"'
             )
-    if args.retriever is not None and args.retriever not in BACKENDS:
-        raise ConfigError(
-            f"unknown retriever {args.retriever!r}; choose one of {', '.join(BACKENDS)}"
-        )
-    index = open_index(args.index)
-    retriever = args.retriever or next(
-        b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.backends
+    index = open_index(o.index)
+    retriever: str = o.retriever or next(
+        b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.retrievers
     )
-    results = index.retriever(retriever).search(queries, k=args.k)
+    results = index.retriever(retriever).search(queries, k=o.k)
     width = shutil.get_terminal_size((100, 20)).columns
     for query, hits in zip(queries, results, strict=True):
-        if args.json:
+        if o.json:
             print(
                 json.dumps({"query": query, "hits": [asdict(h) for h in hits]}, ensure_ascii=False)
             )

@@ -14,51 +14,41 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wikisim.checks import at_least
 from wikisim.errors import ConfigError
-from wikisim.index.base import DEFAULT_RETRIEVER
-
-RETRIEVERS = ("bm25s", "lucene", "dense", "hybrid")
+from wikisim.flags import add_config_arguments, config_from_args, option
+from wikisim.index.base import DEFAULT_RETRIEVER, RetrieverName
 
 if TYPE_CHECKING:
     from wikisim.backends.wiki import WikiBackend
     from wikisim.integrations.server import ServerLimits
 
 
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `wikisim serve` is asked for (every field a flag and a YAML key)."""
+
+    index: str = option("", "a built index directory (wikisim build)", required=True)
+    host: str = option("127.0.0.1", "address to bind (127.0.0.1: this machine only)")
+    port: int = option(8765, "port (0 = any free port)")
+    retriever: RetrieverName = option(DEFAULT_RETRIEVER, "retriever for search")
+    max_body_bytes: int = option(1 << 20, "largest request body")
+    max_queries: int = option(32, "queries per request")
+    max_k: int = option(100, "largest k")
+    workers: int = option(
+        1, "processes answering on the one port, each with its own index handle, memo and /metrics"
+    )
+    memo_size: int = option(4096, "answers memoised in memory, LRU (0 = off)")
+
+    def __post_init__(self) -> None:
+        at_least("wikisim serve", 1, workers=self.workers)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index", required=True, help="a built index directory (wikisim build)")
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
-    )
-    parser.add_argument(
-        "--port", type=int, default=8765, help="port (default 8765; 0 = any free port)"
-    )
-    parser.add_argument(
-        "--retriever",
-        default=DEFAULT_RETRIEVER,
-        choices=RETRIEVERS,
-        help=f"retriever for search (default {DEFAULT_RETRIEVER})",
-    )
-    parser.add_argument(
-        "--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)"
-    )
-    parser.add_argument(
-        "--max-queries", type=int, default=32, help="queries per request (default 32)"
-    )
-    parser.add_argument("--max-k", type=int, default=100, help="largest k (default 100)")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes answering on the one port, each with its own index handle, memo and /metrics (default 1)",
-    )
-    parser.add_argument(
-        "--memo-size",
-        type=int,
-        default=4096,
-        help="answers memoised in memory, LRU (default 4096; 0 = off)",
-    )
+    add_config_arguments(parser, ServeOptions)
 
 
 #: Linux spreads the connections of listening sockets that share a port with SO_REUSEPORT over
@@ -89,7 +79,7 @@ def bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
 
 
 def _serve(
-    args: argparse.Namespace,
+    args: ServeOptions,
     sock: socket.socket,
     limits: ServerLimits,
     backend: WikiBackend | None = None,
@@ -115,7 +105,7 @@ def _serve(
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: ServerLimits) -> None:
+def _prefork(args: ServeOptions, socks: list[socket.socket], limits: ServerLimits) -> None:
     """N worker processes, each on its socket of the port (or all on one, `socks` of length 1);
     each opens the index itself after the fork (SQLite handles must not cross a fork).
     SIGTERM/SIGINT to this process stops them all.
@@ -153,7 +143,7 @@ def _prefork(args: argparse.Namespace, socks: list[socket.socket], limits: Serve
         os.waitpid(pid, 0)
 
 
-def _load(args: argparse.Namespace) -> WikiBackend:
+def _load(args: ServeOptions) -> WikiBackend:
     """The index's backend, its lazy parts loaded now, not on the first client's clock."""
     from wikisim.backends.wiki import WikiBackend  # lazy: the CLI starts fast
 
@@ -163,10 +153,13 @@ def _load(args: argparse.Namespace) -> WikiBackend:
 
 
 def run(args: argparse.Namespace) -> int:
+    return serve(config_from_args(ServeOptions, args))
+
+
+def serve(args: ServeOptions) -> int:
+    """Bind, load the index, announce the address, and answer until SIGTERM/SIGINT."""
     from wikisim.integrations.server import ServerLimits
 
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     limits = ServerLimits(
         max_body_bytes=args.max_body_bytes,
         max_queries=args.max_queries,

@@ -12,58 +12,45 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from wikisim.flags import add_config_arguments, config_from_args, option
+
+
+@dataclass(frozen=True)
+class SynthOptions:
+    """What `wikisim synth` is asked for (every field a flag and a YAML key)."""
+
+    index: str = option("", "a built index directory (wikisim build)", required=True)
+    n: int = option(0, "questions to keep", required=True)
+    seed: int = option(0, "the one seed of sampling and rendering")
+    out: str = option("", "output JSONL file", required=True)
+    workers: int = option(1, "processes (output is the same for any N)")
+    per_subgraph: int = option(2, "questions per subgraph, one per orbit")
+    tree_only: bool = option(False, "V1-style baseline: walk trees, no cycles")
+    expand_seeds: int = option(
+        0, "grow the graph from this many seed pages with search/visit (0: whole store)"
+    )
+    expand_nodes: int = option(500, "pages expansion may reach")
+    facts: str | None = option(
+        None, "the fact table's SQLite file (None: in the cache, keyed by the index)"
+    )
+    rebuild_facts: bool = option(False, "rebuild the fact table even if cached")
+    plots: str | None = option(None, "write degree/neighbourhood PNGs here")
+    rewrite_url: str | None = option(
+        None, "OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) to paraphrase questions"
+    )
+    rewrite_model: str = option("default", "model name for --rewrite-url")
+    keep_giveaways: bool = option(
+        False, "keep questions whose search puts the answer's page first (dropped by default)"
+    )
+    quiet: bool = option(False, "no progress bar")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--index", required=True, type=Path, help="a built index directory (wikisim build)"
-    )
-    parser.add_argument("--n", type=int, required=True, help="questions to keep")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="the one seed of sampling and rendering"
-    )
-    parser.add_argument("--out", required=True, type=Path, help="output JSONL file")
-    parser.add_argument(
-        "--workers", type=int, default=1, help="processes (output is the same for any N)"
-    )
-    parser.add_argument(
-        "--per-subgraph", type=int, default=2, help="questions per subgraph, one per orbit"
-    )
-    parser.add_argument(
-        "--tree-only", action="store_true", help="V1-style baseline: walk trees, no cycles"
-    )
-    parser.add_argument(
-        "--expand-seeds",
-        type=int,
-        default=0,
-        help="grow the graph from this many seed pages with search/visit (0: whole store)",
-    )
-    parser.add_argument("--expand-nodes", type=int, default=500, help="pages expansion may reach")
-    parser.add_argument(
-        "--facts",
-        type=Path,
-        default=None,
-        help="the fact table's SQLite file (default: in the cache, keyed by the index)",
-    )
-    parser.add_argument(
-        "--rebuild-facts", action="store_true", help="rebuild the fact table even if cached"
-    )
-    parser.add_argument(
-        "--plots", type=Path, default=None, help="write degree/neighbourhood PNGs here"
-    )
-    parser.add_argument(
-        "--rewrite-url",
-        default=None,
-        help="OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) to paraphrase questions",
-    )
-    parser.add_argument("--rewrite-model", default="default", help="model name for --rewrite-url")
-    parser.add_argument(
-        "--keep-giveaways",
-        action="store_true",
-        help="keep questions whose search puts the answer's page first (dropped by default)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_config_arguments(parser, SynthOptions)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
@@ -73,6 +60,11 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return synthesize(config_from_args(SynthOptions, args))
+
+
+def synthesize(args: SynthOptions) -> int:
+    """Generate, verify and write the questions `args` asks for, with their report."""
     from wikisim.index import open_index
     from wikisim.synth.expand import ExpandConfig
     from wikisim.synth.pipeline import SynthConfig, generate
@@ -88,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
 
     retriever = usable_retriever(index)
     backend = WikiBackend(index, retriever=retriever)
-    path = args.facts or default_path(
-        index.manifest_hash, args.expand_seeds, args.seed, args.expand_nodes
+    path = (
+        Path(args.facts)
+        if args.facts
+        else default_path(index.manifest_hash, args.expand_seeds, args.seed, args.expand_nodes)
     )
     built = facts_from_store(
         index.store,
@@ -120,12 +114,13 @@ def run(args: argparse.Namespace) -> int:
     splits = assign_splits(records)
     for r in records:
         r["split"] = splits[r["id"]]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl(args.out, records)
-    stem = args.out.with_suffix("")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out, records)
+    stem = out.with_suffix("")
     for name in SPLITS:
         write_jsonl(Path(f"{stem}-{name}.jsonl"), [r for r in records if r["split"] == name])
-    report = {
+    report: dict[str, Any] = {
         "facts": graph_stats(built.db),
         "run": run_stats(built.db, synth),
         "splits": {s: sum(r["split"] == s for r in records) for s in SPLITS},
@@ -146,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         }
     Path(f"{stem}.report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     if args.plots is not None:
-        plot_graph(built.db, args.plots)
+        plot_graph(built.db, Path(args.plots))
     secs = time.perf_counter() - start
     run_fig = report["run"]
     print(

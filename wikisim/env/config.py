@@ -20,9 +20,8 @@ from wikisim.backends.factory import make_backend
 from wikisim.checks import at_least, check_literals
 from wikisim.errors import ConfigError
 from wikisim.flags import config_to_dict
-from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, RetrieverName
 
-Retriever = Literal["bm25s", "lucene", "dense", "hybrid"]
 BackendName = Literal["wiki", "remote", "web"]
 RewardName = Literal["em", "f1", "judge"]
 PromptName = Literal["full", "compact"]
@@ -36,8 +35,12 @@ class EnvConfig:
     """The settings of WikiSim-v0.
 
     Attributes:
-        index: a built index directory (None: the bundled 2014 sample, built once into the cache).
-        tasks: a task file: our JSONL, HotpotQA, MuSiQue, NQ, ... (None: the bundled sample tasks).
+        index: a built index directory, or the name of a bundled index built once into the cache:
+            "sample" (the 2014 sample) or "sample-qa" (it plus the bundled HotpotQA and MuSiQue
+            corpora) (None: "sample").
+        tasks: task files: our JSONL, HotpotQA, MuSiQue, NQ, ..., several joined by commas, each
+            optionally sliced `[a:b]` (see `wikisim.env.tasks.load_tasks`; None: the bundled
+            sample tasks).
         max_turns: policy turns before the episode is truncated without an answer reward.
         max_observation_tokens: observation tokens (words and punctuation marks) per episode;
             the step that crosses it is the last, truncated.
@@ -67,7 +70,7 @@ class EnvConfig:
     url: str | None = None
     cache_mode: CacheMode | None = None
     cache_path: str | None = None
-    retriever: Retriever = DEFAULT_RETRIEVER
+    retriever: RetrieverName = DEFAULT_RETRIEVER
     search_k: int = 10
     visit_tokens: int = 1500
     prompt: PromptName = "full"
@@ -122,14 +125,17 @@ class EnvConfig:
 
 
 def resolve_index(config: EnvConfig) -> EnvConfig:
-    """The wiki backend's index made explicit: the bundled sample's built path when none is set."""
-    if config.backend != "wiki" or config.index is not None:
-        return config
-    from wikisim.index.build import ensure_sample_index
+    """The wiki backend's index made a built path: a bundled index's (the sample when none is set)."""
+    from wikisim.index.build import BUNDLED_INDEXES, ensure_bundled_index
 
-    return config.replace(
-        index=str(ensure_sample_index(dense=config.retriever in DENSE_RETRIEVERS))
+    if config.backend != "wiki" or (
+        config.index is not None and config.index not in BUNDLED_INDEXES
+    ):
+        return config
+    built = ensure_bundled_index(
+        config.index or "sample", dense=config.retriever in DENSE_RETRIEVERS
     )
+    return config.replace(index=str(built))
 
 
 def open_backend(config: EnvConfig, backend_kwargs: Mapping[str, Any] | None = None) -> Backend:

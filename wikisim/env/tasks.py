@@ -11,6 +11,8 @@ import ast
 import csv
 import difflib
 import json
+import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +20,11 @@ from typing import Any
 
 from wikisim.corpus.page import title_to_url, url_to_title
 from wikisim.errors import TaskError
-from wikisim.paths import DATA_DIR
+from wikisim.paths import DATA_DIR, PACKAGE_ROOT
 
 TASKS_DIR = DATA_DIR / "tasks"
 SAMPLE_TASKS = TASKS_DIR / "sample.jsonl"
+_SLICED = re.compile(r"^(?P<path>.+?)\[(?P<start>-?\d*):(?P<stop>-?\d*)\]$")
 
 
 @dataclass(frozen=True)
@@ -289,10 +292,45 @@ def read_musique(path: str | Path) -> TaskSet:
 
 
 def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
-    """A TaskSet from a file of any supported format (detected from its content), or the bundled sample."""
+    """Tasks from files of any supported format (detected from their content), or the bundled sample.
+
+    `source` is one file, or several joined by commas, each with an optional Python slice:
+    `data/tasks/synth-sample-train.jsonl,data/qa/hotpotqa-train-100.json[:70]` is the synthesized
+    train split and the first 70 HotpotQA items (`[-30:]` would be the last 30). A relative path
+    not found from the working directory is taken from the package, so `data/...` names the
+    bundled files from anywhere, in a checkout or an installed wheel.
+    """
     if isinstance(source, TaskSet):
         return source
-    path = Path(source) if source is not None else SAMPLE_TASKS
+    if source is None:
+        return _read_file(SAMPLE_TASKS)
+    spec = os.fspath(source)
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if not parts:
+        raise TaskError(f"task source {spec!r} names no file; write FILE[,FILE[a:b]...]")
+    if len(parts) == 1 and not _SLICED.match(parts[0]):
+        return _read_file(_locate(parts[0]))
+    tasks: list[Task] = []
+    for part in parts:
+        m = _SLICED.match(part)
+        items = list(_read_file(_locate(m.group("path") if m else part)))
+        if m:
+            start, stop = (int(x) if x else None for x in (m.group("start"), m.group("stop")))
+            items = items[start:stop]
+        if not items:
+            raise TaskError(f"task source {part!r} (in {spec!r}) selects no tasks")
+        tasks.extend(items)
+    return TaskSet(tasks, spec)
+
+
+def _locate(path: str) -> Path:
+    here = Path(path)
+    if here.exists() or here.is_absolute() or not (PACKAGE_ROOT / path).exists():
+        return here
+    return PACKAGE_ROOT / path
+
+
+def _read_file(path: Path) -> TaskSet:
     if not path.is_file():
         raise TaskError(f"no task file at {path}; give a JSONL/JSON task file or a TaskSet")
     if path.suffix in (".tsv", ".csv"):

@@ -5,12 +5,12 @@ index = open_index("data/index/sample")
 hits = index.retriever("bm25s").search(["who founded anarchism"], k=5)[0]
 """
 
-from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, Hit, Retriever
-from wikisim.index.layout import BACKENDS, Index, open_index
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, RETRIEVERS, Hit, Retriever
+from wikisim.index.layout import Index, open_index
 from wikisim.index.passages import Passage, PassageStore, split_page
 
 __all__ = [
-    "BACKENDS",
+    "RETRIEVERS",
     "DEFAULT_RETRIEVER",
     "DENSE_RETRIEVERS",
     "Hit",

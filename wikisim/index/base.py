@@ -1,14 +1,17 @@
-"""One retrieval interface for every backend (Lucene, bm25s, dense, hybrid, remote)."""
+"""One retrieval interface for every retriever (Lucene, bm25s, dense, hybrid, remote)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, get_args
 
 from wikisim.errors import ConfigError
 
+#: The retrievers a built index can serve, by name.
+RetrieverName = Literal["hybrid", "lucene", "bm25s", "dense"]
+RETRIEVERS: Final[tuple[str, ...]] = get_args(RetrieverName)
 #: The retriever every command and the env use unless told otherwise: title-aware bm25s fused
 #: with dense (see `wikisim.index.hybrid` and bench/recall.py for how it was chosen).
 DEFAULT_RETRIEVER: Final = "hybrid"

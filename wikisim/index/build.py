@@ -34,11 +34,12 @@ from wikisim.index.manifest import (
     write_manifest,
 )
 from wikisim.index.passages import MIN_PASSAGE_WORDS, PassageStore, PassageStoreWriter, split_page
-from wikisim.paths import SAMPLE_DUMP, cache_dir
+from wikisim.paths import QA_DIR, SAMPLE_DUMP, cache_dir
 
 _T = TypeVar("_T")
 
 DenseKind = Literal["auto", "flat", "ivf", "ivfsq", "ivfpq", "hnsw"]
+EngineName = Literal["local", "ray"]
 _DENSE_KINDS: tuple[str, ...] = get_args(DenseKind)
 
 
@@ -112,7 +113,7 @@ def _hash_record(obj: object) -> bytes:
 class Engine:
     """Where parsing and encoding run; never part of the result (same manifest either way)."""
 
-    name: Literal["local", "ray"] = "local"
+    name: EngineName = "local"
     ray_address: str | None = None
 
     def pool(self) -> Any:
@@ -300,7 +301,7 @@ def build(
     model_path: str | Path | None = None,
     progress: bool = True,
     dense_index: DenseKind = "auto",
-    engine: Literal["local", "ray"] = "local",
+    engine: EngineName = "local",
     ray_address: str | None = None,
 ) -> BuildReport:
     """Build `out` from dump files: page store, passages, bm25s, and optionally Lucene and dense.
@@ -409,20 +410,34 @@ def _params_record(params: BuildParams) -> dict[str, Any]:
     return record
 
 
-def ensure_sample_index(dense: bool = False) -> Path:
-    """The bundled 2014 sample built into the cache once (bm25s and Lucene; dense if asked).
+#: Indexes built from the bundled data on first use, by name (`EnvConfig.index` takes these names).
+BUNDLED_INDEXES: dict[str, tuple[Path, ...]] = {
+    "sample": (SAMPLE_DUMP,),
+    # the sample plus the bundled HotpotQA and MuSiQue corpora: every bundled question's pages
+    "sample-qa": (
+        SAMPLE_DUMP,
+        QA_DIR / "hotpotqa-train-100-corpus.json",
+        QA_DIR / "musique-train-100-corpus.json",
+    ),
+}
+
+
+def ensure_bundled_index(name: str = "sample", dense: bool = False) -> Path:
+    """A bundled index (`BUNDLED_INDEXES`) built into the cache once (bm25s and Lucene; dense if asked).
 
     A dense build also serves sparse callers, so it is reused when present; one in an
     older format is rebuilt.
     """
+    if name not in BUNDLED_INDEXES:
+        raise ConfigError(f"no bundled index {name!r}; bundled: {sorted(BUNDLED_INDEXES)}")
     root = cache_dir() / "indexes"
-    candidates = [root / "enwiki-2014-sample-dense"] + (
-        [] if dense else [root / "enwiki-2014-sample"]
+    candidates = [root / f"enwiki-2014-{name}-dense"] + (
+        [] if dense else [root / f"enwiki-2014-{name}"]
     )
     for path in candidates:
         if (path / MANIFEST).is_file() and read_manifest(path).get("format") == FORMAT:
             open_index(path)
             return path
     out = candidates[-1] if not dense else candidates[0]
-    build([SAMPLE_DUMP], out, dense=dense, progress=False)
+    build(list(BUNDLED_INDEXES[name]), out, dense=dense, progress=False)
     return out

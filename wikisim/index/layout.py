@@ -2,17 +2,17 @@
 
 Layout: manifest.json (written last), pages.sqlite, passages.sqlite, bm25s/, lucene/, dense/.
 A directory holding only a Lucene index (a pyserini prebuilt index such as
-`wikipedia-kilt-doc`) opens too, with the "lucene" backend alone.
+`wikipedia-kilt-doc`) opens too, with the "lucene" retriever alone.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, cast
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
-from wikisim.index.base import Retriever
+from wikisim.index.base import RETRIEVERS, Retriever
 from wikisim.index.manifest import FORMAT, MANIFEST, manifest_hash, read_manifest, sha256_file
 from wikisim.index.passages import PassageStore
 from wikisim.index.ranked import RankedRetriever
@@ -20,8 +20,6 @@ from wikisim.index.ranked import RankedRetriever
 if TYPE_CHECKING:
     from wikisim.corpus import PageStore
 
-Backend = Literal["hybrid", "lucene", "bm25s", "dense"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
 PAGES, PASSAGES = "pages.sqlite", "passages.sqlite"
 
 
@@ -81,38 +79,38 @@ class Index:
         return self.passages
 
     @property
-    def backends(self) -> tuple[str, ...]:
-        """The backends this directory can serve."""
+    def retrievers(self) -> tuple[str, ...]:
+        """The retrievers this directory can serve, by name."""
         built = set(self.manifest.get("indexes", {}))
         if {"dense"} <= built and built & {"bm25s", "lucene"}:
             built.add("hybrid")
-        return tuple(b for b in BACKENDS if b in built)
+        return tuple(b for b in RETRIEVERS if b in built)
 
-    def retriever(self, backend: str = "bm25s") -> Retriever:
-        """The retriever for `backend`, made once per Index (backends load their files lazily)."""
-        if backend not in BACKENDS:
-            raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if backend not in self.backends:
-            flag = "--no-dense" if backend in ("dense", "hybrid") else f"--no-{backend}"
+    def retriever(self, name: str = "bm25s") -> Retriever:
+        """The retriever called `name`, made once per Index (each loads its files lazily)."""
+        if name not in RETRIEVERS:
+            raise ConfigError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
+        if name not in self.retrievers:
+            flag = "--no-dense" if name in ("dense", "hybrid") else f"--no-{name}"
             raise IndexNotBuiltError(
-                f"{self.path} has no {backend!r} index (it has: {', '.join(self.backends) or 'none'}); "
+                f"{self.path} has no {name!r} index (it has: {', '.join(self.retrievers) or 'none'}); "
                 f"rebuild it without {flag}: `wikisim build INPUT... --out {self.path}`"
             )
-        if backend not in self._retrievers:
-            self._retrievers[backend] = self._make(backend)
-        return self._retrievers[backend]
+        if name not in self._retrievers:
+            self._retrievers[name] = self._make(name)
+        return self._retrievers[name]
 
-    def _make(self, backend: str) -> Retriever:
-        if backend == "bm25s":
+    def _make(self, name: str) -> Retriever:
+        if name == "bm25s":
             from wikisim.index.sparse_bm25s import BM25sRetriever
 
             return BM25sRetriever(self.path / "bm25s", self.require_passages(), self.manifest_hash)
-        if backend == "lucene":
+        if name == "lucene":
             from wikisim.index.sparse_lucene import LuceneRetriever
 
             lucene_dir = self.path if self.prebuilt else self.path / "lucene"
             return LuceneRetriever(lucene_dir, self.passages, self.manifest_hash)
-        if backend == "dense":
+        if name == "dense":
             from wikisim.index.dense import DenseRetriever
 
             return DenseRetriever(
@@ -120,9 +118,9 @@ class Index:
             )
         from wikisim.index.hybrid import HybridRetriever
 
-        sparse = "bm25s" if "bm25s" in self.backends else "lucene"
+        sparse = "bm25s" if "bm25s" in self.retrievers else "lucene"
         sparse_r, dense_r = (
-            cast(RankedRetriever, self.retriever(name)) for name in (sparse, "dense")
+            cast(RankedRetriever, self.retriever(part)) for part in (sparse, "dense")
         )
         return HybridRetriever(sparse_r, dense_r, self.manifest_hash)
 

@@ -120,10 +120,10 @@ def environment_factory(
 ) -> EnvironmentFactory:
     """Load the index once (default: the bundled sample) and the tasks (default: the bundled ones)."""
     from wikisim.backends.wiki import WikiBackend
-    from wikisim.index.build import ensure_sample_index
+    from wikisim.index.build import ensure_bundled_index
 
     backend = WikiBackend(
-        index if index is not None else ensure_sample_index(dense=retriever in DENSE_RETRIEVERS),
+        index if index is not None else ensure_bundled_index(dense=retriever in DENSE_RETRIEVERS),
         retriever=retriever,
     )
     toolbox = default_toolbox(backend, k=search_k, visit_tokens=visit_tokens, python=False)

@@ -93,7 +93,7 @@ def search_gives_away(backend: Backend) -> Callable[[dict[str, Any]], bool]:
 
 def usable_retriever(index: Any) -> str:
     """The default retriever where the index has it, else bm25s, else Lucene (as `wikisim search` picks)."""
-    return next(b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.backends)
+    return next(b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.retrievers)
 
 
 def solve_rates(index: Any, records: Sequence[dict[str, Any]], **env_kwargs: Any) -> SolveRates:
