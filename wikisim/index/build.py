@@ -339,18 +339,7 @@ def build(
         str(model_path) if model_path is not None else None,
     )
     paths = [Path(p) for p in inputs]
-    records = [_input_record(p) for p in paths]
-    versions: dict[str, Any] = package_versions()
-    if dense:
-        from wikisim.index.dense import model_record
-
-        versions["embedding_model"] = model_record(params.model_path)
-    key = {
-        "format": FORMAT,
-        "inputs": records,
-        "params": _params_record(params),
-        "versions": versions,
-    }
+    key = _build_key(paths, params)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = building_dir(out)
     done = _prepare(tmp, key)
@@ -362,21 +351,7 @@ def build(
         stages.append(("lucene", lambda: _lucene_stage(tmp, params, progress)))
     if dense:
         stages.append(("dense", lambda: _dense_stage(tmp, params, progress, run_on)))
-    results: dict[str, dict[str, Any]] = {}
-    timings: dict[str, float] = {}
-    for name, run in stages:
-        record = tmp / ".stages" / f"{name}.json"
-        if name in done:
-            results[name] = json.loads(record.read_text(encoding="utf-8"))
-            continue
-        t0 = time.perf_counter()
-        try:
-            results[name] = run()
-        except CorpusError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        timings[name] = time.perf_counter() - t0
-        record.write_bytes(canonical(results[name]))
+    results, timings = _run_stages(stages, tmp, done)
     corpus = results.pop("corpus")
     manifest = {
         **key,
@@ -397,6 +372,43 @@ def build(
         timings,
         tuple(n for n, _ in stages if n in done),
     )
+
+
+def _build_key(paths: list[Path], params: BuildParams) -> dict[str, Any]:
+    """What the build is a function of: inputs (by content hash), parameters, package versions."""
+    versions: dict[str, Any] = package_versions()
+    if params.dense:
+        from wikisim.index.dense import model_record
+
+        versions["embedding_model"] = model_record(params.model_path)
+    return {
+        "format": FORMAT,
+        "inputs": [_input_record(p) for p in paths],
+        "params": _params_record(params),
+        "versions": versions,
+    }
+
+
+def _run_stages(
+    stages: list[tuple[str, Callable[[], dict[str, Any]]]], tmp: Path, done: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Each stage's record (read back for stages an interrupted build finished) and its seconds."""
+    results: dict[str, dict[str, Any]] = {}
+    timings: dict[str, float] = {}
+    for name, run in stages:
+        record = tmp / ".stages" / f"{name}.json"
+        if name in done:
+            results[name] = json.loads(record.read_text(encoding="utf-8"))
+            continue
+        t0 = time.perf_counter()
+        try:
+            results[name] = run()
+        except CorpusError:  # a broken input: nothing to resume, leave `out` as it was
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        timings[name] = time.perf_counter() - t0
+        record.write_bytes(canonical(results[name]))
+    return results, timings
 
 
 def _params_record(params: BuildParams) -> dict[str, Any]:
