@@ -126,60 +126,19 @@ def grpo_update(
     kept_mask = batch.loss_mask * include.float().unsqueeze(1)
     n_tok = global_sum(accelerator, kept_mask.sum().item())
     n_seq = global_sum(accelerator, float(((kept_mask.sum(1)) > 0).sum().item()))
-    sums = {
-        "loss": 0.0,
-        "pg_loss": 0.0,
-        "kl": 0.0,
-        "clip_fraction": 0.0,
-        "entropy": 0.0,
-        "entropy_tokens": 0.0,
-    }
+    sums = dict.fromkeys(
+        ("loss", "pg_loss", "kl", "clip_fraction", "entropy", "entropy_tokens"), 0.0
+    )
     t_fb = time.perf_counter()
     model.train()
     for mb in micro_batches(len(trajs), cfg.micro_batch_size):
-        logits = model(
-            input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
-        ).logits
-        logp = token_logprobs(logits, batch.input_ids[mb])
-        ref = None
-        if ref_model is not None:  # made when kl_coef > 0
-            with torch.no_grad():
-                ref = token_logprobs(
-                    ref_model(
-                        input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
-                    ).logits,
-                    batch.input_ids[mb],
-                )
-        terms = policy_gradient_loss(
-            logp,
-            adv[mb],
-            batch.loss_mask[mb],
-            include[mb],
-            aggregation=cfg.aggregation,
-            old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None,
-            clip_eps=cfg.clip_eps or None,
-            ref_logprobs=ref,
-            kl_coef=cfg.kl_coef,
-            token_normalizer=n_tok,
-            sequence_normalizer=n_seq,
+        terms = _micro_batch_loss(
+            model, ref_model, batch, mb, adv, include, kept_mask, cfg, n_tok, n_seq
         )
-        loss = terms.loss
-        ent_sum, ent_n = masked_entropy(logits[:, :-1], batch.loss_mask[mb])
-        if cfg.entropy_coef:
-            lp = torch.log_softmax(logits[:, :-1].float(), -1)
-            ent = -(lp.exp() * lp).sum(-1)
-            loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
         # DDP averages gradients over processes; the normalizers are global, so scale back to a sum
-        accelerator.backward(loss * accelerator.num_processes)
-        for k, v in (
-            ("loss", loss),
-            ("pg_loss", terms.pg_loss),
-            ("kl", terms.kl),
-            ("clip_fraction", terms.clip_fraction),
-        ):
+        accelerator.backward(terms["loss"] * accelerator.num_processes)
+        for k, v in terms.items():
             sums[k] += float(v.detach())
-        sums["entropy"] += float(ent_sum)
-        sums["entropy_tokens"] += float(ent_n)
     norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
     optimizer.step()
     scheduler.step()
@@ -212,6 +171,59 @@ def grpo_update(
     }
 
 
+def _micro_batch_loss(
+    model: torch.nn.Module,
+    ref_model: torch.nn.Module | None,
+    batch: Batch,
+    mb: slice,
+    adv: torch.Tensor,
+    include: torch.Tensor,
+    kept_mask: torch.Tensor,
+    cfg: GRPOConfig,
+    n_tok: float,
+    n_seq: float,
+) -> dict[str, torch.Tensor]:
+    """The loss of one micro-batch (its terms kept for the log): policy gradient, KL, entropy."""
+    logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
+    logp = token_logprobs(logits, batch.input_ids[mb])
+    ref = None
+    if ref_model is not None:  # made when kl_coef > 0
+        with torch.no_grad():
+            ref = token_logprobs(
+                ref_model(
+                    input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
+                ).logits,
+                batch.input_ids[mb],
+            )
+    terms = policy_gradient_loss(
+        logp,
+        adv[mb],
+        batch.loss_mask[mb],
+        include[mb],
+        aggregation=cfg.aggregation,
+        old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None,
+        clip_eps=cfg.clip_eps or None,
+        ref_logprobs=ref,
+        kl_coef=cfg.kl_coef,
+        token_normalizer=n_tok,
+        sequence_normalizer=n_seq,
+    )
+    loss = terms.loss
+    ent_sum, ent_n = masked_entropy(logits[:, :-1], batch.loss_mask[mb])
+    if cfg.entropy_coef:
+        lp = torch.log_softmax(logits[:, :-1].float(), -1)
+        ent = -(lp.exp() * lp).sum(-1)
+        loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
+    return {
+        "loss": loss,
+        "pg_loss": terms.pg_loss,
+        "kl": terms.kl,
+        "clip_fraction": terms.clip_fraction,
+        "entropy": torch.as_tensor(float(ent_sum)),
+        "entropy_tokens": torch.as_tensor(float(ent_n)),
+    }
+
+
 def sample_pass_rates(trajs: Sequence[Trajectory], k: int) -> tuple[float, float, int]:
     """(pass@1, pass@k, questions) from k contiguous samples per question (the unbiased estimator at n=k)."""
     n_q = len(trajs) // k
@@ -221,6 +233,33 @@ def sample_pass_rates(trajs: Sequence[Trajectory], k: int) -> tuple[float, float
         sum(pass_at_k(k, h, k) for h in hits) / max(n_q, 1),
         n_q,
     )
+
+
+def question_pass_rates(trajs: Sequence[Trajectory], k: int) -> dict[str, float]:
+    """Each question's share of solved rollouts, from k contiguous samples per question."""
+    return {
+        trajs[i].task_id: sum(solved(t) for t in trajs[i : i + k]) / k
+        for i in range(0, len(trajs) - k + 1, k)
+    }
+
+
+def probe_pass_rates(
+    sampler: Sampler,
+    model: torch.nn.Module,
+    task_ids: Sequence[str],
+    k: int,
+    seed: int,
+    temperature: float,
+) -> dict[str, float]:
+    """Pass rates of the starting weights at the training temperature: the curriculum's prior.
+
+    A question the policy never (or always) solves gives every rollout of its group a zero
+    advantage, so GRPO from a weak SFT policy learns nothing on it; with this prior the
+    curriculum starts on the questions inside its band and skips the rest.
+    """
+    if k < 2:
+        raise ConfigError(f"probing pass rates needs k >= 2 samples per question, got {k}")
+    return question_pass_rates(sampler(model, list(task_ids), k, seed, temperature), k)
 
 
 def evaluate(
