@@ -75,6 +75,8 @@ def test_store_round_trip_and_lookups(sample, store: PageStore) -> None:
     pages = _pages(sample[0])
     assert len(store) == 106
     assert all(store.get(p.id) == p for p in pages.values())
+    assert all(store.page_text(p.id) == p.text for p in pages.values())
+    assert store.page_text(10**9) is None
     assert [t for _, t in store.titles()] == [
         p.title for p in sorted(pages.values(), key=lambda p: p.id)
     ]

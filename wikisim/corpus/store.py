@@ -18,7 +18,7 @@ from os import PathLike
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from wikisim.corpus.blob import pack, unpack
+from wikisim.corpus.blob import pack, unpack, unpack_first
 from wikisim.corpus.page import (
     Citation,
     Infobox,
@@ -251,7 +251,7 @@ class PageStore:
     def page_text(self, page_id: int) -> str | None:
         """A page's text alone (the passage store refers to spans of it)."""
         row = self._one("SELECT body FROM pages WHERE id=?", (page_id,))
-        return None if row is None else unpack(row[0])[0]
+        return None if row is None else unpack_first(row[0])
 
     def _page(self, row: tuple) -> Page:
         page_id, title, body = row

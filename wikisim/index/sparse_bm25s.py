@@ -174,12 +174,14 @@ class BM25sRetriever(RankedRetriever):
         if not ids:
             return []
         scores = self.scores(ids)
+        # Only passages holding a query term score above 0: the top is picked among them, not
+        # among every passage (8.7M floats take ~100 ms to partition, their nonzero rows ~25 ms).
+        matched = np.flatnonzero(scores)
+        found = scores[matched]
 
         def fetch(n: int) -> Ranked:
-            rows = best_rows(scores, min(n, self._num_docs))
-            top = scores[rows]
-            keep = top > 0
-            top, rows = top[keep].tolist(), rows[keep].tolist()
+            best = best_rows(found, min(n, len(found)))
+            rows, top = matched[best].tolist(), found[best].tolist()
             docid = self.passages.docids(rows)
             return [(docid[r], s) for r, s in zip(rows, top, strict=True)]
 
