@@ -262,7 +262,7 @@ def probe_pass_rates(
     return question_pass_rates(sampler(model, list(task_ids), k, seed, temperature), k)
 
 
-def evaluate(
+def dev_pass_rates(
     sampler: Sampler,
     model: torch.nn.Module,
     task_ids: Sequence[str],
@@ -445,7 +445,7 @@ def train_grpo(
         done = step + 1
         t_dev = time.perf_counter()
         if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):
-            ev = evaluate(
+            ev = dev_pass_rates(
                 sampler,
                 r.accelerator.unwrap_model(r.model),
                 dev_ids,

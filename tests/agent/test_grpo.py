@@ -8,7 +8,14 @@ from test_sft import make_traj
 
 from agent.rollout.models import tiny_model
 from agent.train.config import GRPOConfig
-from agent.train.grpo import advantages_for, grpo_update, rollout_stats, sample_pass_rates
+from agent.train.curriculum import Curriculum, CurriculumConfig
+from agent.train.grpo import (
+    advantages_for,
+    grpo_update,
+    question_pass_rates,
+    rollout_stats,
+    sample_pass_rates,
+)
 from agent.train.loop import collate, make_accelerator, make_optimizer
 from agent.train.losses import conservative_include, policy_gradient_loss, token_logprobs
 
@@ -94,3 +101,20 @@ def test_rollout_stats_and_sample_pass_rates(tok):
     )
     p1, pk, nq = sample_pass_rates(trajs, 2)
     assert (p1, pk, nq) == (0.25, 0.5, 2)
+
+
+def test_probed_pass_rates_start_the_curriculum_on_questions_sometimes_solved(tok):
+    rewards = {"never": [0.0, 0.0, 0.5], "half": [1.0, 0.0, 1.0], "always": [1.0, 1.0, 1.0]}
+    trajs = [
+        make_traj(tok, q, "x", reward=r, seed=i)
+        for q, rs in rewards.items()
+        for i, r in enumerate(rs)
+    ]
+    rates = question_pass_rates(trajs, 3)
+    assert rates == {
+        "never": 0.0,
+        "half": pytest.approx(2 / 3),
+        "always": 1.0,
+    }  # F1 0.5 is no solve
+    cur = Curriculum(list(rates), CurriculumConfig(pool_size=3), prior=rates)
+    assert cur.pool == ["half"] and sorted(cur.skipped) == ["always", "never"]

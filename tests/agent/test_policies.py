@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from fakes.turns import extract_answer, tool_names
@@ -51,6 +56,39 @@ def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
     assert first == again
     assert len({g.ids for g in first}) == 3
     assert all(len(g.ids) <= 20 for g in first)
+
+
+_SAMPLE_IN_A_FRESH_PROCESS = """
+import json
+from agent.rollout.models import tiny_model
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
+from agent.rollout.react import Budget, Episode
+policy = TransformersPolicy(*tiny_model(1), sampling=SamplingConfig(temperature=1.0, top_p=0.9))
+reqs = [Episode(task_id=str(i), question=q, system_prompt="sys", seed=i,
+                budget=Budget(max_new_tokens=20), chat=policy.chat).request()
+        for i, q in enumerate(json.loads(input()))]
+print(json.dumps([[g.ids, g.logprobs] for g in policy.act(reqs)]))
+"""
+
+
+def test_sampled_turns_are_the_same_in_a_fresh_process_and_in_any_batch(tiny) -> None:
+    questions = ["q one?", "a much longer question two?", "three?"]
+    policy = TransformersPolicy(*tiny, sampling=SamplingConfig(temperature=1.0, top_p=0.9))
+    here = policy.act(_requests(policy, questions))
+    alone = policy.act(_requests(policy, questions[:1]))
+    # a row's ids depend on its seed, not on the rows beside it (padding moves logits by ~1e-6)
+    assert alone[0].ids == here[0].ids
+    assert alone[0].logprobs == pytest.approx(here[0].logprobs, abs=1e-4)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SAMPLE_IN_A_FRESH_PROCESS],
+        input=json.dumps(questions),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "7"},
+    )
+    fresh = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert fresh == [[list(g.ids), list(g.logprobs)] for g in here]
 
 
 def _assert_greedy_matches_full_forward(model, reqs: list[TurnRequest], gens) -> None:

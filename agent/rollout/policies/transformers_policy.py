@@ -151,30 +151,36 @@ class TransformersPolicy:
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
-        live = list(range(n))  # the original row of each batch row
         # rows sample on the CPU from their own seeded generators (the same ids on any device)
-        logits, nxt = (
-            result.logits[:, -1, :].float().cpu(),
-            torch.full((n,), self.pad_id, dtype=torch.long),
-        )
+        logits = result.logits[:, -1, :].float().cpu()
+        nxt = torch.full((n,), self.pad_id, dtype=torch.long)
+        live = list(range(n))  # the original row of each batch row
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
         while True:
-            if len(stay) < len(live):  # drop finished rows: the batch shrinks as turns end
-                idx = torch.tensor(stay)
+            if len(stay) < len(live):  # finished rows leave before the next forward pass
+                idx = torch.tensor(stay, dtype=torch.long)
                 cache.batch_select_indices(idx.to(dev))
-                mask, positions, logits, nxt = (
-                    mask[idx.to(dev)],
-                    positions[idx.to(dev)],
-                    logits[idx],
-                    nxt[idx],
-                )
+                mask, positions = mask[idx.to(dev)], positions[idx.to(dev)]
+                logits, nxt = logits[idx], nxt[idx]
                 live = [live[b] for b in stay]
             if not live:
                 break
+            if out_ids[live[0]]:  # not the first token: feed every live row's last id
+                mask = torch.cat(
+                    [mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1
+                )
+                positions = positions[:, -1:] + 1
+                result = self.model(
+                    input_ids=nxt[:, None].to(dev),
+                    attention_mask=mask,
+                    position_ids=positions,
+                    cache=cache,
+                    use_cache=True,
+                )
+                logits = result.logits[:, -1, :].float().cpu()
+            nxt, lps = self._sample(logits, [gens[i] for i in live])
             stay = []
-            for b, i in enumerate(live):
-                tok, lp = self._pick(logits[b], gens[i])
-                nxt[b] = tok
+            for b, (i, tok, lp) in enumerate(zip(live, nxt.tolist(), lps.tolist(), strict=True)):
                 out_ids[i].append(tok)
                 out_lp[i].append(lp)
                 if not self._stopped(out_ids[i], max_new[i]):
@@ -183,20 +189,6 @@ class TransformersPolicy:
                     self._pasts.put(
                         contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0])
                     )
-            if not stay:
-                break
-            mask = torch.cat(
-                [mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1
-            )
-            positions = positions[:, -1:] + 1
-            result = self.model(
-                input_ids=nxt[:, None].to(dev),
-                attention_mask=mask,
-                position_ids=positions,
-                cache=cache,
-                use_cache=True,
-            )
-            logits = result.logits[:, -1, :].float().cpu()
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
 
@@ -228,20 +220,30 @@ class TransformersPolicy:
         end = next((j for j, t in enumerate(context) if t in self.stop_ids), -1) + 1
         return end if _MIN_PREFIX <= end < len(context) else 0
 
-    def _pick(self, logits: torch.Tensor, gen: torch.Generator) -> tuple[int, float]:
+    def _sample(
+        self, logits: torch.Tensor, gens: Sequence[torch.Generator]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every row's next id and its log-probability, in tensor ops over the whole batch.
+
+        Sampling is by inverse CDF: each row draws one uniform from its own generator, so a
+        row's ids depend only on its seed and its logits, whichever rows share the batch.
+        """
         t, top_p = self.sampling.temperature, self.sampling.top_p
         if t == 0:
-            tok = int(torch.argmax(logits))
-            return tok, float(torch.log_softmax(logits, -1)[tok])
+            tok = logits.argmax(-1)
+            return tok, torch.log_softmax(logits, -1).gather(1, tok[:, None])[:, 0]
         logp = torch.log_softmax(logits / t, -1)
-        probs = logp.exp()
+        probs, order = logp.exp(), None
         if top_p < 1:
-            sorted_p, order = torch.sort(probs, descending=True)
-            drop = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set reaching top_p
-            sorted_p[drop] = 0
-            probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
-        tok = int(torch.multinomial(probs, 1, generator=gen))
-        return tok, float(logp[tok])
+            probs, order = torch.sort(probs, -1, descending=True)
+            drop = probs.cumsum(-1) - probs > top_p  # keep the smallest set reaching top_p
+            probs = probs.masked_fill(drop, 0.0)
+        cdf = probs.double().cumsum(-1)
+        u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in gens])
+        pos = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
+        pos = pos.clamp(max=logits.shape[-1] - 1)
+        tok = pos if order is None else order.gather(1, pos[:, None])[:, 0]
+        return tok, logp.gather(1, tok[:, None])[:, 0]
 
     def _stopped(self, ids: list[int], limit: int) -> bool:
         if ids[-1] in self.stop_ids or len(ids) >= limit:

@@ -1,0 +1,140 @@
+"""Decoding speed of the local-model policy: per-row sampling (a Python loop) vs batched tensor ops.
+
+    nice -n 10 .venv/bin/python bench/decode.py [--policy data/models/smollm2-wikisim-lora] [--tasks 16]
+
+Both run in this process on the same first turns (the bundled questions under the env's compact
+system prompt), the same model and seeds, at temperature 1: the loop that sampled each row with
+its own `torch.multinomial` (what `TransformersPolicy` did before) and the policy as it is,
+alternated `--repeats` times so that a shared machine's load falls on both alike; each one's
+best (least loaded) repeat is reported. The sampling step alone (one batch of logits to ids)
+is timed too. Prints tokens/s of each and their ratio; writes bench/results/decode.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from agent.rollout.episodes import make_envs  # noqa: E402
+from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
+from agent.rollout.react import Budget, Episode, TurnRequest  # noqa: E402
+from wikisim.env.config import EnvConfig  # noqa: E402
+from wikisim.env.tasks import load_tasks  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class RowLoopPolicy(TransformersPolicy):
+    """The policy with the per-row sampler it had before: one softmax and multinomial per row."""
+
+    def _sample(
+        self, logits: torch.Tensor, gens: Sequence[torch.Generator]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        t = self.sampling.temperature
+        toks, lps = [], []
+        for row, gen in zip(logits, gens, strict=True):
+            logp = torch.log_softmax(row / t, -1)
+            tok = int(torch.multinomial(logp.exp(), 1, generator=gen))
+            toks.append(tok)
+            lps.append(float(logp[tok]))
+        return torch.tensor(toks), torch.tensor(lps)
+
+
+def first_turns(policy: TransformersPolicy, n: int, max_new: int) -> list[TurnRequest]:
+    tasks = load_tasks()
+    env = make_envs(1, EnvConfig(retriever="bm25s", prompt="compact", python=False), tasks=tasks)
+    out = []
+    for i, tid in enumerate(tasks.ids()[:n]):
+        question, info = env[0].reset(seed=i, options={"task_id": tid})
+        ep = Episode(
+            task_id=tid,
+            question=question,
+            system_prompt=info["system_prompt"],
+            seed=i,
+            budget=Budget(max_new_tokens=max_new),
+            chat=policy.chat,
+        )
+        out.append(ep.request())
+    env.close()
+    return out
+
+
+def measure(policy: TransformersPolicy, reqs: list[TurnRequest]) -> dict:
+    policy.generated_tokens, start = 0, time.perf_counter()
+    policy.act(reqs)
+    wall = time.perf_counter() - start
+    return {
+        "generated_tokens": policy.generated_tokens,
+        "wall_s": wall,
+        "tokens_per_s": policy.generated_tokens / wall,
+    }
+
+
+def sampling_step_ms(policy: TransformersPolicy, rows: int, vocab: int, repeats: int = 50) -> float:
+    """Milliseconds to turn one batch of logits into ids and log-probs (the best of `repeats`)."""
+    logits = torch.randn(rows, vocab, generator=torch.Generator().manual_seed(0))
+    gens = [torch.Generator().manual_seed(i) for i in range(rows)]
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        policy._sample(logits, gens)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--policy", default="data/models/smollm2-wikisim-lora")
+    p.add_argument("--tasks", type=int, default=16)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    from agent.rollout.models import load_local
+
+    tok, model = load_local(args.policy)
+    sampling = SamplingConfig(temperature=1.0, batch_size=args.batch)
+    batched = TransformersPolicy(tok, model, name="batched", sampling=sampling)
+    reqs = first_turns(batched, args.tasks, args.max_new_tokens)
+    policies = {
+        "row_loop": RowLoopPolicy(tok, model, name="row-loop", sampling=sampling),
+        "batched": batched,
+    }
+    runs: dict[str, list[dict]] = {k: [] for k in policies}
+    for policy in policies.values():
+        policy.act(reqs[:2])  # warm up (the system prompt's cache, allocator)
+    for _ in range(args.repeats):
+        for name, policy in policies.items():
+            runs[name].append(measure(policy, reqs))
+    out: dict = {"args": vars(args), "load_avg_1min": os.getloadavg()[0]}
+    for name, policy in policies.items():
+        best = max(runs[name], key=lambda r: r["tokens_per_s"])
+        out[name] = {
+            **best,
+            "runs": runs[name],
+            "sampling_step_ms": sampling_step_ms(policy, args.batch, len(tok)),
+        }
+    before, after = out["row_loop"], out["batched"]
+    out["speedup"] = after["tokens_per_s"] / before["tokens_per_s"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "decode.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
+    print(
+        f"row loop {before['tokens_per_s']:.1f} tokens/s, batched {after['tokens_per_s']:.1f} "
+        f"tokens/s ({out['speedup']:.2f}x); sampling step {before['sampling_step_ms']:.1f} ms -> "
+        f"{after['sampling_step_ms']:.1f} ms for {args.batch} rows; {args.tasks} first turns, "
+        f"batch {args.batch}, {args.threads} threads, load {out['load_avg_1min']:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
