@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,6 +53,7 @@ STAGES = ("parse", "page_store", "passages", "bm25s", "lucene", "dense", "synth"
 BUILD_STAGES = ("parse", "page_store", "passages", "bm25s", "lucene", "dense")
 DENSE_SAMPLE = 1024  # passages encoded for the rate (the rest of the vectors derive from them)
 QUERIES = 200
+WARM_QUERIES = 100
 # Full-dump sizes the projections scale to, in words of article text (what every stage reads):
 # enwiki ~4.5e9 words (Wikipedia:Size of Wikipedia, 2024-25); wiki-18 21,015,324 passages x 100.
 TARGETS = {
@@ -263,36 +264,57 @@ def stage_synth(work: Path) -> dict[str, Any]:
     return {"disk_mb": _size_mb(out), "questions": kept, "command": " ".join(cmd[1:])}
 
 
-def _queries() -> list[str]:
+def _queries() -> tuple[list[str], list[str]]:
+    """The timed questions (HotpotQA and MuSiQue), and others to warm up with (corpus sentences)."""
     from wikisim.paths import QA_DIR
 
     qa = json.loads((QA_DIR / "hotpotqa-train-100.json").read_text(encoding="utf-8"))
     qa += json.loads((QA_DIR / "musique-train-100.json").read_text(encoding="utf-8"))
-    return [q["question"] for q in qa][:QUERIES]
+    corpus = json.loads((QA_DIR / "hotpotqa-train-100-corpus.json").read_text(encoding="utf-8"))
+    warm = [sentences[0] for sentences in corpus.values() if sentences][:WARM_QUERIES]
+    return [q["question"] for q in qa][:QUERIES], warm
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
 def stage_search(work: Path) -> dict[str, Any]:
-    from wikisim.index.layout import open_index
+    """Per query: CPU time of the calling thread (Lucene runs there through JNI, the encoder with
+    one torch thread; the JVM's JIT and GC threads are left out), split into ranking and making
+    the hits (passage lookups and snippets); wall time beside it."""
+    import torch
 
+    from wikisim.index.layout import open_index
+    from wikisim.index.ranked import RankedRetriever
+
+    torch.set_num_threads(1)
     index = open_index(_write_manifest(work))
-    queries = _queries()
-    out: dict[str, Any] = {"disk_mb": 0.0, "queries": len(queries)}
+    queries, warm = _queries()
+    out: dict[str, Any] = {"disk_mb": 0.0, "queries": len(queries), "passages": len(index.passages)}
     for backend in ("bm25s", "lucene", "dense"):
         if backend not in index.retrievers:
             continue
-        retriever = index.retriever(backend)
-        retriever.search(queries[:10], k=10)  # warm: model load, JVM, first pages
-        cpu, wall = [], []
+        rss0 = _rss_mb()
+        retriever = cast(RankedRetriever, index.retriever(backend))
+        retriever.search(warm, k=10)  # model load, JVM and its JIT, first pages
+        total, rank, hits, wall = [], [], [], []
         for q in queries:
-            t0, c0 = time.perf_counter(), time.process_time()
-            retriever.search([q], k=10)
-            cpu.append((time.process_time() - c0) * 1000)
+            t0, c0 = time.perf_counter(), time.thread_time()
+            ranked = retriever.ranked([q], 10)[0]
+            c1 = time.thread_time()
+            retriever.hits(q, ranked)
+            c2 = time.thread_time()
             wall.append((time.perf_counter() - t0) * 1000)
-        # CPU ms (this process, JVM threads included) is what a query costs; wall ms on a
-        # shared machine adds the time spent waiting for a core.
-        for name, times in (("cpu", cpu), ("wall", wall)):
+            total.append((c2 - c0) * 1000)
+            rank.append((c1 - c0) * 1000)
+            hits.append((c2 - c1) * 1000)
+        for name, times in (("cpu", total), ("rank_cpu", rank), ("hits_cpu", hits), ("wall", wall)):
             out[f"{backend}_{name}_p50_ms"] = float(np.percentile(times, 50))
             out[f"{backend}_{name}_p99_ms"] = float(np.percentile(times, 99))
+        # what opening and querying it added: vocabulary, arrays paged in, a model
+        out[f"{backend}_rss_mb"] = _rss_mb() - rss0
     return out
 
 
