@@ -24,7 +24,7 @@ from wikisim.index.dense import (
     ENCODE_BATCH,
     GPU_ENCODE_BATCH,
     MAX_SEQ_TOKENS,
-    load_model,
+    load_encoder,
     resolve_model_path,
 )
 from wikisim.index.passages import split_page
@@ -58,7 +58,7 @@ def main() -> None:
 
     batch = args.batch or (GPU_ENCODE_BATCH if args.device.startswith("cuda") else ENCODE_BATCH)
     texts = sample_texts(args.n)
-    model = load_model(str(resolve_model_path(None)), args.device)
+    model = load_encoder(str(resolve_model_path(None)), args.device)
     model.encode(texts[: min(len(texts), 4 * batch)], batch_size=batch, show_progress_bar=False)
     if args.device.startswith("cuda"):
         torch.cuda.synchronize()

@@ -64,7 +64,7 @@ def test_chunked_encoding_keeps_row_order(store, tmp_path, monkeypatch) -> None:
     info = build_dense(store, tmp_path, kind="flat", progress=False)
     assert info["encode_chunk"] == 7 and info["docs"] == len(store)
     built = read_faiss(tmp_path / "index.faiss").reconstruct_n(0, len(store))
-    model = dense.load_model(str(dense.resolve_model_path(None)))
+    model = dense.load_encoder(str(dense.resolve_model_path(None)))
     whole = model.encode(
         [p.contents for p in store], batch_size=dense.ENCODE_BATCH, normalize_embeddings=True
     )

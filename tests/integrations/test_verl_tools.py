@@ -12,7 +12,7 @@ from verl.tools.tool_registry import initialize_tools_from_config
 
 from wikisim.backends.wiki import WikiBackend
 from wikisim.errors import ConfigError
-from wikisim.integrations.verl_tools import TOOL_CONFIG, SearchTool
+from wikisim.integrations.verl_tools import TOOL_CONFIG, VerlSearchTool
 from wikisim.tools.registry import default_toolbox
 
 
@@ -64,6 +64,6 @@ def test_execute_returns_the_env_observation(tools, sample_index):
 def test_bad_configs_are_clear(sample_index, tools):
     schema = tools["search"].tool_schema
     with pytest.raises(ConfigError, match="exactly one of config.index"):
-        SearchTool({"type": "native"}, schema)
+        VerlSearchTool({"type": "native"}, schema)
     with pytest.raises(ConfigError, match="serves the 'search' tool"):
-        SearchTool({"type": "native", "index": str(sample_index)}, tools["visit"].tool_schema)
+        VerlSearchTool({"type": "native", "index": str(sample_index)}, tools["visit"].tool_schema)

@@ -80,7 +80,7 @@ def encode_device() -> str:
 
 
 @lru_cache(maxsize=2)
-def load_model(
+def load_encoder(
     path: str, device: str = "cpu"
 ):  # -> SentenceTransformer (lazy: torch is slow to load)
     from sentence_transformers import SentenceTransformer
@@ -302,7 +302,7 @@ def build_dense(
     path = resolve_model_path(model_path)
     device = device or encode_device()
     # With an encoder elsewhere (Ray actors) this model only tells the dimension: CPU will do.
-    model = load_model(str(path), device if encoder is None else "cpu")
+    model = load_encoder(str(path), device if encoder is None else "cpu")
     batch = GPU_ENCODE_BATCH if device.startswith("cuda") else ENCODE_BATCH
     n, dim = len(store), model.get_embedding_dimension()
     shards = shards or out / "shards"
@@ -368,7 +368,7 @@ class DenseRetriever(RankedRetriever):
                 f"the embedding model at {model_path} is not the one {path} was built with "
                 f"(file hash differs from {expected[:12]}...); pass the original model_path or rebuild"
             )
-        self.model = load_model(str(resolve_model_path(model_path)))
+        self.model = load_encoder(str(resolve_model_path(model_path)))
         self.index = read_faiss(path / INDEX_FILE)
         if "nprobe" in info:
             faiss.extract_index_ivf(self.index).nprobe = info["nprobe"]

@@ -80,9 +80,9 @@ class _Encoder:
     """One model per actor; encodes a chunk exactly as the single-process build does."""
 
     def __init__(self, model_path: str, device: str, batch: int) -> None:
-        from wikisim.index.dense import load_model
+        from wikisim.index.dense import load_encoder
 
-        self.model = load_model(model_path, device)
+        self.model = load_encoder(model_path, device)
         self.batch = batch
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -86,13 +86,13 @@ class WikiSimTool(BaseTool):
         self.instances.pop(instance_id, None)
 
 
-class SearchTool(WikiSimTool):
+class VerlSearchTool(WikiSimTool):
     tool_name = "search"
 
 
-class VisitTool(WikiSimTool):
+class VerlVisitTool(WikiSimTool):
     tool_name = "visit"
 
 
-class PythonTool(WikiSimTool):
+class VerlPythonTool(WikiSimTool):
     tool_name = "python"
