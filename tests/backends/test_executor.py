@@ -185,3 +185,22 @@ def test_gym_make_takes_cache_options_for_the_wiki_backend(sample_index, tmp_pat
     assert open_cache("off", path, "wiki") is None
     with pytest.raises(ConfigError, match="configure it where it is built"):
         WikiSimEnv(backend=replay.backend, cache_mode="read-write")
+
+
+@pytest.mark.parametrize("retriever", ["bm25s", "lucene"])
+def test_snippet_length_is_an_env_setting(sample_index, retriever):
+    from wikisim.env.config import EnvConfig, open_backend
+
+    env = EnvConfig(index=str(sample_index), retriever=retriever)
+    default, short = open_backend(env), open_backend(env.replace(snippet_chars=80))
+    try:
+        wide, narrow = (b.search(["history of anarchism in Spain"], 5)[0] for b in (default, short))
+    finally:
+        default.close()
+        short.close()
+    assert [h.url for h in wide] == [h.url for h in narrow]  # the same ranking
+    assert max(len(h.snippet) for h in wide) > 80 >= max(len(h.snippet) for h in narrow)
+    with pytest.raises(ConfigError, match="snippet_chars=80 needs the wiki backend"):
+        open_backend(EnvConfig(backend="remote", url="http://127.0.0.1:9", snippet_chars=80))
+    with pytest.raises(ConfigError, match="snippet_chars"):
+        EnvConfig(snippet_chars=3)

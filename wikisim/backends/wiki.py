@@ -19,7 +19,13 @@ from wikisim.backends.extract import Extractor, LeadExtractor
 from wikisim.corpus.page import normalize_title, title_to_url, url_to_title
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
-from wikisim.index.base import DEFAULT_RETRIEVER, RETRIEVERS, Hit
+from wikisim.index.base import (
+    DEFAULT_RETRIEVER,
+    MIN_SNIPPET_CHARS,
+    RETRIEVERS,
+    SNIPPET_CHARS,
+    Hit,
+)
 from wikisim.index.ranked import RankedRetriever
 from wikisim.index.small_bm25 import SmallBM25
 
@@ -55,7 +61,10 @@ class _Citations:
 
 
 class WikiBackend:
-    """`WikiBackend(index_dir_or_Index, retriever="hybrid")`: the Backend over a built index."""
+    """`WikiBackend(index_dir_or_Index, retriever="hybrid")`: the Backend over a built index.
+
+    `snippet_chars` caps each search result's snippet (a small model's context affords fewer).
+    """
 
     name = "wiki"
 
@@ -65,11 +74,20 @@ class WikiBackend:
         retriever: str = DEFAULT_RETRIEVER,
         extractor: Extractor | None = None,
         overfetch: int = 3,
+        snippet_chars: int = SNIPPET_CHARS,
     ) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
+        if snippet_chars < MIN_SNIPPET_CHARS:
+            raise ConfigError(f"snippet_chars={snippet_chars} must be >= {MIN_SNIPPET_CHARS}")
         self.index = open_index(Path(index)) if isinstance(index, str | Path) else index
         self.retriever = self.index.retriever(retriever)
+        if snippet_chars != SNIPPET_CHARS and not isinstance(self.retriever, RankedRetriever):
+            raise ConfigError(
+                f"retriever {retriever!r} makes its own snippets; snippet_chars={snippet_chars} "
+                f"needs a ranked retriever"
+            )
+        self.snippet_chars = snippet_chars
         self.manifest_hash: str = self.index.manifest_hash
         self.extractor = extractor or LeadExtractor()
         self.overfetch = overfetch
@@ -112,7 +130,10 @@ class WikiBackend:
             todo = [
                 i for i, r in zip(todo, raw, strict=True) if len(out[i]) < k and len(r) == depth
             ]
-        return [retriever.hits(q, picked) for q, picked in zip(queries, out, strict=True)]
+        return [
+            retriever.hits(q, picked, self.snippet_chars)
+            for q, picked in zip(queries, out, strict=True)
+        ]
 
     @staticmethod
     def _pages(ranked: Sequence, k: int) -> list:
@@ -180,7 +201,7 @@ class WikiExecutor(Executor):
     as made (no normalisation), so observations are those of the bare `WikiBackend`.
 
     Args:
-        index, retriever, extractor, overfetch: as for `WikiBackend`.
+        index, retriever, extractor, overfetch, snippet_chars: as for `WikiBackend`.
         config: per-tool policies (default `WIKI_POLICY` for every tool).
         cache_mode: "off" (default), "read-write" or "replay-only".
         cache_path: the SQLite cache (None: `cache_dir()/wiki-cache.sqlite`; keys carry the
@@ -197,8 +218,9 @@ class WikiExecutor(Executor):
         config: ExecutorConfig | None = None,
         cache_mode: CacheMode = "off",
         cache_path: str | Path | None = None,
+        snippet_chars: int = SNIPPET_CHARS,
     ) -> None:
-        self.wiki = WikiBackend(index, retriever, extractor, overfetch)
+        self.wiki = WikiBackend(index, retriever, extractor, overfetch, snippet_chars)
         self.index = self.wiki.index
         config = config or ExecutorConfig(
             search=WIKI_POLICY, visit=WIKI_POLICY, scholar=WIKI_POLICY

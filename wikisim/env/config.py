@@ -20,7 +20,13 @@ from wikisim.backends.factory import make_backend
 from wikisim.checks import at_least, check_literals
 from wikisim.errors import ConfigError
 from wikisim.flags import config_to_dict
-from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, RetrieverName
+from wikisim.index.base import (
+    DEFAULT_RETRIEVER,
+    DENSE_RETRIEVERS,
+    MIN_SNIPPET_CHARS,
+    SNIPPET_CHARS,
+    RetrieverName,
+)
 
 BackendName = Literal["wiki", "remote", "web"]
 RewardName = Literal["em", "f1", "judge"]
@@ -52,6 +58,8 @@ class EnvConfig:
             SQLite file (None: one per backend in the cache dir).
         retriever: the wiki backend's retriever.
         search_k: results per search query.
+        snippet_chars: characters of each search result's snippet (the wiki backend makes
+            them; a remote server's and a web engine's snippets are their own).
         visit_tokens: token budget of each visited page's extract.
         prompt: the system prompt: the paper's ("full"), or "compact" (one line per tool, same
             turn format) for small models on small contexts.
@@ -72,6 +80,7 @@ class EnvConfig:
     cache_path: str | None = None
     retriever: RetrieverName = DEFAULT_RETRIEVER
     search_k: int = 10
+    snippet_chars: int = SNIPPET_CHARS
     visit_tokens: int = 1500
     prompt: PromptName = "full"
     python: bool | None = None
@@ -97,6 +106,7 @@ class EnvConfig:
             search_k=self.search_k,
             visit_tokens=self.visit_tokens,
         )
+        at_least("EnvConfig", MIN_SNIPPET_CHARS, snippet_chars=self.snippet_chars)
         if self.reward == "judge" and self.judge is None:
             raise ConfigError(
                 'EnvConfig.reward="judge" needs judge={"base_url": ..., "model": ...}'
@@ -147,5 +157,14 @@ def open_backend(config: EnvConfig, backend_kwargs: Mapping[str, Any] | None = N
         if getattr(config, k) is not None
     }
     if config.backend == "wiki":
-        kwargs |= {"index": resolve_index(config).index, "retriever": config.retriever}
+        kwargs |= {
+            "index": resolve_index(config).index,
+            "retriever": config.retriever,
+            "snippet_chars": config.snippet_chars,
+        }
+    elif config.snippet_chars != SNIPPET_CHARS:
+        raise ConfigError(
+            f"EnvConfig.snippet_chars={config.snippet_chars} needs the wiki backend: the "
+            f"{config.backend} backend's snippets are made by its server or search engine"
+        )
     return make_backend(config.backend, **kwargs)

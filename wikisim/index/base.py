@@ -17,6 +17,11 @@ RETRIEVERS: Final[tuple[str, ...]] = get_args(RetrieverName)
 DEFAULT_RETRIEVER: Final = "hybrid"
 #: the retrievers that need the dense index (and so an index built with it)
 DENSE_RETRIEVERS: Final = ("dense", "hybrid")
+#: Characters of a search result's snippet unless the env asks for fewer or more
+#: (`EnvConfig.snippet_chars`; see `wikisim.index.snippets`).
+SNIPPET_CHARS: Final = 300
+#: The shortest snippet setting: a sentence cut to fit ends with "...".
+MIN_SNIPPET_CHARS: Final = 16
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 from wikisim.errors import IndexNotBuiltError
-from wikisim.index.base import Hit, Retriever
+from wikisim.index.base import SNIPPET_CHARS, Hit, Retriever
 from wikisim.index.passages import PassageStore
 from wikisim.index.snippets import snippets
 
@@ -47,12 +47,13 @@ class RankedRetriever(Retriever):
     def _retrieve(self, queries: list[str], k: int) -> list[list[Hit]]:
         return [self.hits(q, r) for q, r in zip(queries, self.ranked(queries, k), strict=True)]
 
-    def hits(self, query: str, ranked: Ranked) -> list[Hit]:
+    def hits(self, query: str, ranked: Ranked, max_chars: int = SNIPPET_CHARS) -> list[Hit]:
+        """The ranked docids as Hits, each with a snippet of at most `max_chars` characters."""
         if self.passages is None:
             raise IndexNotBuiltError(
                 f"{self.name} retriever has no passage store to make hits from"
             )
         found = self.passages.by_docids([d for d, _ in ranked])
         kept = [(d, s, p) for d, s in ranked if (p := found.get(d)) is not None]
-        made = snippets([p.text for _, _, p in kept], query)
+        made = snippets([p.text for _, _, p in kept], query, max_chars)
         return [Hit(d, p.title, p.url, text, s) for (d, s, p), text in zip(kept, made, strict=True)]

@@ -13,9 +13,9 @@ from functools import lru_cache
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from wikisim.index.base import SNIPPET_CHARS
 from wikisim.index.passages import split_sentences
 
-SNIPPET_CHARS = 300
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOP = frozenset(STOPWORDS_EN)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from wikisim.corpus.page import title_to_url
 from wikisim.errors import IndexNotBuiltError
-from wikisim.index.base import Hit
+from wikisim.index.base import SNIPPET_CHARS, Hit
 from wikisim.index.jvm import pyserini_module
 from wikisim.index.layout import is_lucene_dir
 from wikisim.index.passages import Passage, PassageStore
@@ -52,7 +52,7 @@ def build_lucene(passages: Iterable[Passage], out: Path) -> dict[str, Any]:
     return {"docs": n, "k1": LUCENE_K1, "b": LUCENE_B, "content_sha256": digest.hexdigest()}
 
 
-def _hit_from_raw(docid: str, raw: str | None, query: str, score: float) -> Hit:
+def _hit_from_raw(docid: str, raw: str | None, query: str, score: float, max_chars: int) -> Hit:
     """A hit from a document we did not index ourselves: pyserini's JSON ("contents" or title/text)."""
     try:
         doc = json.loads(raw) if raw else {}
@@ -65,7 +65,8 @@ def _hit_from_raw(docid: str, raw: str | None, query: str, score: float) -> Hit:
     if not title and "\n" in text:
         title, text = text.split("\n", 1)
     title = title.strip().strip('"')
-    return Hit(docid, title, title_to_url(title) if title else "", snippet(text, query), score)
+    url = title_to_url(title) if title else ""
+    return Hit(docid, title, url, snippet(text, query, max_chars), score)
 
 
 class LuceneRetriever(RankedRetriever):
@@ -87,7 +88,9 @@ class LuceneRetriever(RankedRetriever):
 
         return [cut_at(functools.partial(fetch, q), depth) for q in queries]
 
-    def hits(self, query: str, ranked: Ranked) -> list[Hit]:
+    def hits(self, query: str, ranked: Ranked, max_chars: int = SNIPPET_CHARS) -> list[Hit]:
         if self.passages is not None:
-            return super().hits(query, ranked)
-        return [_hit_from_raw(d, self.searcher.doc(d).raw(), query, s) for d, s in ranked]
+            return super().hits(query, ranked, max_chars)
+        return [
+            _hit_from_raw(d, self.searcher.doc(d).raw(), query, s, max_chars) for d, s in ranked
+        ]
