@@ -13,10 +13,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikisim.corpus.blob import pack, unpack
 from wikisim.corpus.page import Page
 from wikisim.errors import ConfigError, CorpusError, IndexNotBuiltError
+
+if TYPE_CHECKING:
+    from wikisim.corpus.store import PageStore
 
 MIN_PASSAGE_WORDS = 20
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
@@ -258,7 +262,7 @@ class PassageStore:
                 f"{SCHEMA_VERSION!r}; rebuild it with `wikisim build INPUT... --out {path.parent}`"
             )
         self._len = int(meta["rows"])
-        self._text_store = None
+        self._text_store: PageStore | None = None
         if "text_in" in meta:
             from wikisim.corpus.store import PageStore
 
@@ -270,6 +274,11 @@ class PassageStore:
 
     def __len__(self) -> int:
         return self._len
+
+    @property
+    def page_store(self) -> PageStore | None:
+        """The page store the passages' texts are spans of (its titles and links), if any."""
+        return self._text_store
 
     def get(self, docid: str) -> Passage | None:
         return self.by_docids([docid]).get(docid)

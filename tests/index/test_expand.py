@@ -1,0 +1,111 @@
+"""The default retriever's second stage: pages the best pages name or link to move up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wikisim.errors import ConfigError
+from wikisim.index import open_index
+from wikisim.index.build import build
+from wikisim.index.expand import PageExpander, title_forms, words
+from wikisim.index.hybrid import FusionParams
+
+CORPUS = {
+    "Hello Love (song)": ["Hello Love is a song recorded by Hank Snow in 1974, a love song."],
+    "Hank Snow": ["Clarence Eugene Snow was a country singer who died in Madison, Tennessee."],
+    "Love": ["Love is a feeling of strong attachment."],
+    "Publix": ["Publix is a supermarket chain with stores in Florida and Tennessee."],
+    "Tennessee": ["Tennessee is a state of the United States; Nashville is its capital."],
+}
+
+
+@pytest.fixture(scope="module")
+def qa(tmp_path_factory: pytest.TempPathFactory):
+    """A corpus with no links (a QA set's paragraphs): mentions are found by title alone."""
+    root = tmp_path_factory.mktemp("expand")
+    (root / "corpus.json").write_text(json.dumps(CORPUS), encoding="utf-8")
+    build([root / "corpus.json"], root / "index", dense=False, lucene=False, progress=False)
+    index = open_index(root / "index")
+    docid = {p.title: p.docid for p in index.require_passages()}
+    return index, docid
+
+
+def test_a_page_a_top_passage_names_is_promoted_from_outside_the_list(qa) -> None:
+    index, docid = qa
+    expander = PageExpander(index.require_passages(), index.store)
+    ranked = [(docid["Hello Love (song)"], 0.03), (docid["Publix"], 0.02), (docid["Love"], 0.01)]
+    out = expander.rerank("who sang hello love", ranked, 1, 1.0, 0.0)
+    # "Hello Love" names Hank Snow and, in "a love song", Love; it names itself only as a
+    # whole ("Hello Love" is not also a mention of "Love").
+    assert expander.points_to(docid["Hello Love (song)"]) == tuple(
+        sorted(int(docid[t].split("#")[0]) for t in ("Hank Snow", "Love"))
+    )
+    gain = 1.0 * 0.03 / 2  # the best page's score, split between the two pages it names
+    assert dict(out) == pytest.approx(
+        {
+            docid["Hello Love (song)"]: 0.03,
+            docid["Hank Snow"]: gain,  # not in the fused list: enters with its lead passage
+            docid["Publix"]: 0.02,
+            docid["Love"]: 0.01 + gain,
+        }
+    )
+    assert [d for d, _ in out] == [
+        docid["Hello Love (song)"],
+        docid["Love"],
+        docid["Publix"],
+        docid["Hank Snow"],
+    ]
+    assert expander.rerank("who sang hello love", ranked, 0, 2.0, 0.0) == ranked
+
+
+def test_a_page_the_question_names_gains_a_share_of_the_best_score(qa) -> None:
+    index, docid = qa
+    expander = PageExpander(index.require_passages(), index.store)
+    ranked = [(docid["Publix"], 0.02), (docid["Tennessee"], 0.01)]
+    out = dict(expander.rerank("How many Publix stores are in Tennessee?", ranked, 0, 2.0, 0.5))
+    assert out == pytest.approx({docid["Publix"]: 0.03, docid["Tennessee"]: 0.02})
+
+
+def test_the_stage_is_deterministic_and_a_no_op_without_a_page_store(qa) -> None:
+    index, docid = qa
+    passages = index.require_passages()
+    ranked = [(d, 1.0 / (i + 1)) for i, d in enumerate(sorted(docid.values()))]
+    runs = [
+        PageExpander(passages, index.store).rerank("hello love tennessee", ranked, 3, 2.0, 0.5)
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1] and runs[0] != ranked
+    assert PageExpander(passages, None).rerank("hello love", ranked, 3, 2.0, 0.5) == ranked
+
+
+def test_title_forms_fold_accents_drop_disambiguation_and_skip_generic_titles() -> None:
+    assert title_forms("Aschenbrödel") == {("aschenbrodel",)}
+    assert title_forms("Hello Love (song)") == {("hello", "love", "song"), ("hello", "love")}
+    assert title_forms("The") == set() and title_forms("1930") == set()
+    assert words("Hank Snow's") == ("hank", "snow", "s")
+
+
+def test_links_whose_anchor_a_passage_contains_are_followed(sample_index) -> None:
+    """The sample's pages carry links: "Afroasiatic" in an Algeria passage names a page titled otherwise."""
+    index = open_index(sample_index)
+    expander = PageExpander(index.require_passages(), index.store)
+    target = index.store.by_title("Afroasiatic languages")
+    assert target is not None
+    passage = next(p for p in index.store.links_from(358) if p.target == target.title)
+    assert passage.anchor == "Afroasiatic"
+    assert target.id in expander.points_to("358#11")
+    assert target.id not in expander.titles.mentioned(index.passages.get("358#11").text)
+
+
+def test_hybrid_runs_the_stage_and_can_be_told_not_to(sample_index) -> None:
+    index = open_index(sample_index)
+    hybrid = index.retriever("hybrid")
+    query = ["which language family did the first grammarian of North Africa suggest"]
+    plain = type(hybrid)(hybrid.sparse, hybrid.dense, params=FusionParams(expand_top=0))
+    fused = plain.ranked(query, 10)[0]
+    expanded = hybrid.ranked(query, 10)[0]
+    assert expanded == hybrid.ranked(query, 10)[0] and expanded != fused
+    with pytest.raises(ConfigError, match="expand_top must be >= 0"):
+        FusionParams(expand_top=-1)
