@@ -13,7 +13,8 @@ set are TEST, only ever reported. Earlier defaults stay in the table so every ru
 before and after side by side: "hybrid-v0" (RRF k 60, dense weight 0.6, depth 100, no
 title field, no second stage) and "hybrid-v1" (RRF k 40, dense weight 0.6, depth 200, title
 weight 0.5, no second stage).
-"lucene-rm3" is Lucene with RM3 feedback (`wikisim.index.sparse_lucene.RM3`), an option.
+"lucene-rm3" is Lucene with RM3 feedback (`wikisim.index.sparse_lucene.RM3`), an option;
+an index built before Lucene stored document vectors has none: delete the cached corpora.
 The latency of the default against hybrid-v1, on the same queries, ends the report.
 
     .venv/bin/python bench/recall.py            # report (writes bench/results/recall.json)
@@ -37,7 +38,6 @@ from wikisim.index import open_index
 from wikisim.index.build import build
 from wikisim.index.hybrid import FusionParams, HybridRetriever, fuse
 from wikisim.index.ranked import Ranked
-from wikisim.index.sparse_lucene import LuceneRetriever
 from wikisim.paths import QA_DIR, cache_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -122,12 +122,7 @@ def backend_lists(index, questions: list[str]) -> dict[str, list[Ranked]]:
     out = {}
     for backend in ("bm25s", "lucene", "lucene-rm3", "dense"):
         t0 = time.perf_counter()
-        retriever = (
-            LuceneRetriever(index.path / "lucene", index.passages, index.manifest_hash, rm3=True)
-            if backend == "lucene-rm3"
-            else index.retriever(backend)
-        )
-        out[backend] = retriever.ranked(questions, DEPTH)
+        out[backend] = index.retriever(backend).ranked(questions, DEPTH)
         print(f"  {backend:<10} {len(questions)} queries in {time.perf_counter() - t0:.1f}s")
     return out
 

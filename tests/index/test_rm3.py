@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from wikisim.errors import IndexNotBuiltError
+from wikisim.index import Index, open_index
+from wikisim.index.build import build
 from wikisim.index.jvm import pyserini_module
-from wikisim.index.passages import Passage
-from wikisim.index.sparse_lucene import LuceneRetriever, build_lucene
+from wikisim.index.sparse_lucene import LuceneRetriever
 
 TEXTS = [
     "The jaguar engine delivers torque and horsepower.",
@@ -20,24 +23,34 @@ FILLER = [f"Note {i} on gardening, pottery and the weather." for i in range(30)]
 
 
 @pytest.fixture(scope="module")
-def lucene_dir(tmp_path_factory: pytest.TempPathFactory):
-    out = tmp_path_factory.mktemp("rm3") / "lucene"
-    build_lucene(
-        (Passage(f"{i}#0", i, f"Doc {i}", "", "", t) for i, t in enumerate(TEXTS + FILLER)), out
-    )
-    return out
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("rm3")
+    corpus = {f"Doc {i}": [text] for i, text in enumerate(TEXTS + FILLER)}
+    (root / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    build([root / "corpus.json"], root / "index", dense=False, progress=False)
+    return open_index(root / "index")
 
 
-def test_rm3_expands_the_query_with_the_feedback_documents_terms(lucene_dir) -> None:
-    plain = LuceneRetriever(lucene_dir, None)
-    rm3 = LuceneRetriever(lucene_dir, None, rm3=True)
+def test_rm3_expands_the_query_with_the_feedback_documents_terms(index: Index) -> None:
+    assert index.retrievers == ("lucene", "bm25s", "lucene-rm3")
+    plain, rm3 = index.retriever("lucene"), index.retriever("lucene-rm3")
     assert (plain.name, rm3.name) == ("lucene", "lucene-rm3")
-    found = {r.name: [d for d, _ in r.ranked(["jaguar"], 10)[0]] for r in (plain, rm3)}
-    assert found["lucene"] == ["0#0", "1#0"]  # the two documents that say "jaguar"
+    title = {p.docid: p.title for p in index.require_passages()}
+    found = {r.name: [title[h.docid] for h in r.search(["jaguar"], 10)[0]] for r in (plain, rm3)}
+    assert found["lucene"] == ["Doc 0", "Doc 1"]  # the two documents that say "jaguar"
     # the third says only what they say besides (torque, horsepower, turbocharger)
-    assert found["lucene-rm3"][:2] == ["0#0", "1#0"] and "2#0" in found["lucene-rm3"]
-    assert "3#0" not in found["lucene-rm3"]
-    assert rm3.ranked(["jaguar"], 10) == rm3.ranked(["jaguar"], 10)
+    assert found["lucene-rm3"][:2] == ["Doc 0", "Doc 1"] and "Doc 2" in found["lucene-rm3"]
+    assert "Doc 3" not in found["lucene-rm3"]
+    assert rm3.search(["jaguar"], 10) == rm3.search(["jaguar"], 10)
+
+
+def test_an_index_built_without_document_vectors_offers_no_rm3(index: Index) -> None:
+    manifest = json.loads(json.dumps(index.manifest))
+    del manifest["indexes"]["lucene"]["docvectors"]
+    older = Index(index.path, manifest)
+    assert older.retrievers == ("lucene", "bm25s")
+    with pytest.raises(IndexNotBuiltError, match="no 'lucene-rm3' index.*rebuild"):
+        older.retriever("lucene-rm3")
 
 
 def test_rm3_on_an_index_without_document_vectors_says_rebuild(tmp_path) -> None:

@@ -10,10 +10,12 @@ from typing import Final, Literal, get_args
 from wikisim.errors import ConfigError
 
 #: The retrievers a built index can serve, by name.
-RetrieverName = Literal["hybrid", "lucene", "bm25s", "dense"]
+RetrieverName = Literal["hybrid", "lucene", "bm25s", "dense", "lucene-rm3"]
 RETRIEVERS: Final[tuple[str, ...]] = get_args(RetrieverName)
-#: The retriever every command and the env use unless told otherwise: title-aware bm25s fused
-#: with dense (see `wikisim.index.hybrid` and bench/recall.py for how it was chosen).
+#: The retriever every command and the env use unless told otherwise: bm25s fused with dense,
+#: re-ranked by page with the pages the best ones link to or name and the pages the question
+#: names (see `wikisim.index.hybrid`, `wikisim.index.expand`, and bench/recall.py for how it
+#: was chosen). "lucene-rm3" is Lucene with RM3 query expansion, an option.
 DEFAULT_RETRIEVER: Final = "hybrid"
 #: the retrievers that need the dense index (and so an index built with it)
 DENSE_RETRIEVERS: Final = ("dense", "hybrid")

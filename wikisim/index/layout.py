@@ -80,10 +80,14 @@ class Index:
 
     @property
     def retrievers(self) -> tuple[str, ...]:
-        """The retrievers this directory can serve, by name."""
-        built = set(self.manifest.get("indexes", {}))
+        """The retrievers this directory can serve, by name ("lucene-rm3": a Lucene index
+        built with document vectors, which RM3 reads; every build since they were added)."""
+        indexes = self.manifest.get("indexes", {})
+        built = set(indexes)
         if {"dense"} <= built and built & {"bm25s", "lucene"}:
             built.add("hybrid")
+        if indexes.get("lucene", {}).get("docvectors"):
+            built.add("lucene-rm3")
         return tuple(b for b in RETRIEVERS if b in built)
 
     def retriever(self, name: str = "bm25s") -> Retriever:
@@ -91,7 +95,9 @@ class Index:
         if name not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
         if name not in self.retrievers:
-            flag = "--no-dense" if name in ("dense", "hybrid") else f"--no-{name}"
+            flag = {"dense": "--no-dense", "hybrid": "--no-dense", "lucene-rm3": "--no-lucene"}.get(
+                name, f"--no-{name}"
+            )
             raise IndexNotBuiltError(
                 f"{self.path} has no {name!r} index (it has: {', '.join(self.retrievers) or 'none'}); "
                 f"rebuild it without {flag}: `wikisim build INPUT... --out {self.path}`"
@@ -110,6 +116,12 @@ class Index:
 
             lucene_dir = self.path if self.prebuilt else self.path / "lucene"
             return LuceneRetriever(lucene_dir, self.passages, self.manifest_hash)
+        if name == "lucene-rm3":
+            from wikisim.index.sparse_lucene import LuceneRetriever
+
+            return LuceneRetriever(
+                self.path / "lucene", self.passages, self.manifest_hash, rm3=True
+            )
         if name == "dense":
             from wikisim.index.dense import DenseRetriever
 

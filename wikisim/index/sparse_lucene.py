@@ -55,7 +55,13 @@ def build_lucene(passages: Iterable[Passage], out: Path) -> dict[str, Any]:
         indexer.add_batch_dict(batch)
         n += len(batch)
     indexer.close()
-    return {"docs": n, "k1": LUCENE_K1, "b": LUCENE_B, "content_sha256": digest.hexdigest()}
+    return {
+        "docs": n,
+        "k1": LUCENE_K1,
+        "b": LUCENE_B,
+        "docvectors": True,
+        "content_sha256": digest.hexdigest(),
+    }
 
 
 def _hit_from_raw(docid: str, raw: str | None, query: str, score: float, max_chars: int) -> Hit:
