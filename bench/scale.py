@@ -161,7 +161,7 @@ def stage_dense(work: Path) -> dict[str, Any]:
     from wikisim.index.dense import (
         MAX_SEQ_TOKENS,
         build_from_shards,
-        load_model,
+        load_encoder,
         model_record,
         resolve_model_path,
         write_shards,
@@ -173,7 +173,7 @@ def stage_dense(work: Path) -> dict[str, Any]:
     n = len(store)
     rows = np.linspace(0, n - 1, min(DENSE_SAMPLE, n)).astype(int).tolist()
     texts = [p.contents for p in store.by_rows(rows).values()]
-    model = load_model(str(resolve_model_path(None)), "cpu")
+    model = load_encoder(str(resolve_model_path(None)), "cpu")
     t0 = time.process_time()  # CPU time: one torch thread, so one core's time whatever the load
     sample = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
     encode_s = time.process_time() - t0
@@ -286,13 +286,19 @@ def stage_search(work: Path) -> dict[str, Any]:
     the hits (passage lookups and snippets); wall time beside it."""
     import torch
 
+    from wikisim.index.hybrid import FUSION_DEPTH
     from wikisim.index.layout import open_index
     from wikisim.index.ranked import RankedRetriever
 
     torch.set_num_threads(1)
     index = open_index(_write_manifest(work))
     queries, warm = _queries()
-    out: dict[str, Any] = {"disk_mb": 0.0, "queries": len(queries), "passages": len(index.passages)}
+    out: dict[str, Any] = {
+        "disk_mb": 0.0,
+        "queries": len(queries),
+        "passages": len(index.require_passages()),
+        "deep": FUSION_DEPTH,
+    }
     for backend in ("bm25s", "lucene", "dense"):
         if backend not in index.retrievers:
             continue
@@ -310,7 +316,18 @@ def stage_search(work: Path) -> dict[str, Any]:
             total.append((c2 - c0) * 1000)
             rank.append((c1 - c0) * 1000)
             hits.append((c2 - c1) * 1000)
-        for name, times in (("cpu", total), ("rank_cpu", rank), ("hits_cpu", hits), ("wall", wall)):
+        deep = []  # the hybrid reads each list FUSION_DEPTH deep before fusing
+        for q in queries:
+            c0 = time.thread_time()
+            retriever.ranked([q], FUSION_DEPTH)
+            deep.append((time.thread_time() - c0) * 1000)
+        for name, times in (
+            ("cpu", total),
+            ("rank_cpu", rank),
+            ("hits_cpu", hits),
+            ("wall", wall),
+            ("deep_rank_cpu", deep),
+        ):
             out[f"{backend}_{name}_p50_ms"] = float(np.percentile(times, 50))
             out[f"{backend}_{name}_p99_ms"] = float(np.percentile(times, 99))
         # what opening and querying it added: vocabulary, arrays paged in, a model
