@@ -9,11 +9,11 @@ import pytest
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
 from wikisim.index.build import build
-from wikisim.index.expand import PageExpander, title_forms, words
+from wikisim.index.expand import PageExpander, mentioned, name_spans
 from wikisim.index.hybrid import FusionParams
 
 CORPUS = {
-    "Hello Love (song)": ["Hello Love is a song recorded by Hank Snow in 1974, a love song."],
+    "Hello Love (song)": ["Hello Love is a song recorded by Hank Snow in 1974. Love is its theme."],
     "Hank Snow": ["Clarence Eugene Snow was a country singer who died in Madison, Tennessee."],
     "Love": ["Love is a feeling of strong attachment."],
     "Publix": ["Publix is a supermarket chain with stores in Florida and Tennessee."],
@@ -37,8 +37,7 @@ def test_a_page_a_top_passage_names_is_promoted_from_outside_the_list(qa) -> Non
     expander = PageExpander(index.require_passages(), index.store)
     ranked = [(docid["Hello Love (song)"], 0.03), (docid["Publix"], 0.02), (docid["Love"], 0.01)]
     out = expander.rerank("who sang hello love", ranked, 1, 1.0, 0.0)
-    # "Hello Love" names Hank Snow and, in "a love song", Love; it names itself only as a
-    # whole ("Hello Love" is not also a mention of "Love").
+    # "Hello Love" names Hank Snow and, in its second sentence, Love
     assert expander.points_to(docid["Hello Love (song)"]) == tuple(
         sorted(int(docid[t].split("#")[0]) for t in ("Hank Snow", "Love"))
     )
@@ -80,11 +79,18 @@ def test_the_stage_is_deterministic_and_a_no_op_without_a_page_store(qa) -> None
     assert PageExpander(passages, None).rerank("hello love", ranked, 3, 2.0, 0.5) == ranked
 
 
-def test_title_forms_fold_accents_drop_disambiguation_and_skip_generic_titles() -> None:
-    assert title_forms("Aschenbrödel") == {("aschenbrodel",)}
-    assert title_forms("Hello Love (song)") == {("hello", "love", "song"), ("hello", "love")}
-    assert title_forms("The") == set() and title_forms("1930") == set()
-    assert words("Hank Snow's") == ("hank", "snow", "s")
+def test_names_are_found_by_title_redirect_or_title_less_its_qualifier(qa) -> None:
+    index, docid = qa
+    page = {t: int(d.split("#")[0]) for t, d in docid.items()}
+    # leftmost-longest: "Hello Love" is the song's page and not also a mention of "Love"
+    assert mentioned(index.store, "Hello Love is a song") == {page["Hello Love (song)"]}
+    assert mentioned(index.store, "HANK SNOW and Love") == {page["Hank Snow"], page["Love"]}
+    assert mentioned(index.store, "a love song in tennessee") == set()  # names start capitalised
+    assert name_spans("The 1930 Tennessee") == [
+        (0, ["", "", "the 1930 tennessee"]),  # "The", "The 1930": stop words and numbers
+        (1, ["", "1930 tennessee"]),
+        (2, ["tennessee"]),
+    ]
 
 
 def test_links_whose_anchor_a_passage_contains_are_followed(sample_index) -> None:
@@ -96,7 +102,16 @@ def test_links_whose_anchor_a_passage_contains_are_followed(sample_index) -> Non
     passage = next(p for p in index.store.links_from(358) if p.target == target.title)
     assert passage.anchor == "Afroasiatic"
     assert target.id in expander.points_to("358#11")
-    assert target.id not in expander.titles.mentioned(index.passages.get("358#11").text)
+    assert target.id not in mentioned(index.store, index.passages.get("358#11").text)
+
+
+def test_a_redirect_names_its_target(sample_index) -> None:
+    store = open_index(sample_index).store
+    redirect = next(r for r in store.redirects() if store.by_title(r.target) is not None)
+    target = store.by_title(redirect.target)
+    assert target is not None
+    named = store.pages_named([redirect.source.lower(), "no such page"], qualified=False)
+    assert named == {redirect.source.lower(): (target.id,)}
 
 
 def test_hybrid_runs_the_stage_and_can_be_told_not_to(sample_index) -> None:

@@ -13,7 +13,7 @@ import difflib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from os import PathLike
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -354,6 +354,30 @@ class PageStore:
                 "SELECT source FROM redirects WHERE target=? ORDER BY source", (resolved,)
             )
         ]
+
+    def pages_named(
+        self, names: Sequence[str], qualified: bool = True
+    ) -> dict[str, tuple[int, ...]]:
+        """Lower-cased names -> the pages each names: a title in any letter case, a redirect's
+        source, and with `qualified` a title with a trailing qualifier ("hello love" ->
+        "Hello Love (song)"). Names that name no page are left out.
+
+        Index lookups only (no title is held in memory), so a text's candidate names are
+        looked up in a store of any size.
+        """
+        sql = (
+            "SELECT id FROM pages WHERE lower = ?1"
+            + (" OR (lower >= ?1 || ' (' AND lower < ?1 || ' )')" if qualified else "")
+            + " UNION SELECT p.id FROM redirects r JOIN pages p ON p.title = r.target"
+            " WHERE r.lower = ?1"
+        )
+        found: dict[str, set[int]] = {}
+        with self._lock:
+            for name in dict.fromkeys(names):
+                rows = self._db.execute(sql, (name,)).fetchall()
+                if rows:
+                    found[name] = {r[0] for r in rows}
+        return {name: tuple(sorted(ids)) for name, ids in found.items()}
 
     def links_from(self, page_id: int) -> list[Link]:
         row = self._one("SELECT body FROM pages WHERE id=?", (page_id,))

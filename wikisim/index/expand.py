@@ -7,8 +7,10 @@ passage ranking finds the first hop; this stage, over it:
 1. page-level aggregation: a page scores its best passage's score;
 2. expansion, one step of personalised PageRank from the first hop: each of the
    `expand_top` best pages hands `mention_weight` times its score, split evenly, to the
-   pages its best passage points to (the page's links whose anchor that passage
-   contains, and the corpus titles it mentions);
+   pages its best passage points to: the page's links whose anchor that passage
+   contains, and the pages it names (a title, a redirect, or a title less its
+   qualifier, from a capitalised word on, looked up in the page store's indexes, so no
+   title is held in memory whatever the corpus's size);
 3. query titles: a page whose title the question itself names gains
    `query_title_weight` times the best page's score.
 
@@ -21,7 +23,6 @@ were tuned on the TRAIN halves only (bench/recall.py --tune).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -35,62 +36,47 @@ if TYPE_CHECKING:
     from wikisim.index.passages import PassageStore
 
 _WORD = re.compile(r"\w+")
-_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Hello Love (song)" -> "Hello Love"
 _GENERIC = frozenset(STOPWORDS_EN)
 MAX_TITLE_WORDS = 8  # longer titles are only found through links
 
 
-def words(text: str) -> tuple[str, ...]:
-    """Lower-cased words with accents folded: "Aschenbrödel" and "Aschenbrodel" agree."""
-    folded = unicodedata.normalize("NFKD", text.lower())
-    return tuple(_WORD.findall("".join(c for c in folded if not unicodedata.combining(c))))
+def name_spans(text: str) -> list[tuple[int, list[str]]]:
+    """For each word that starts with a capital or a digit (where names start), the spans of
+    1 to MAX_TITLE_WORDS words from it, lower-cased as the page store keeps titles.
 
-
-def title_forms(title: str) -> set[tuple[str, ...]]:
-    """The word sequences a text names a page by: its title, and without a "(disambiguation)".
-
-    A form of stop words and numbers only ("The", "1930") names nothing in particular.
+    A span of stop words and numbers only ("The", "1930") names nothing in particular.
     """
-    out = set()
-    for form in (words(title), words(_DISAMBIGUATION.sub("", title))):
-        if 0 < len(form) <= MAX_TITLE_WORDS and any(
-            w not in _GENERIC and not w.isdigit() for w in form
-        ):
-            out.add(form)
+    found = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+    out = []
+    for i, (start, _, word) in enumerate(found):
+        if not (word[0].isupper() or word[0].isdigit()):
+            continue
+        spans = []
+        for _, end, _ in found[i : i + MAX_TITLE_WORDS]:
+            span = " ".join(text[start:end].lower().split())
+            generic = all(w in _GENERIC or w.isdigit() for w in _WORD.findall(span))
+            spans.append("" if generic else span)
+        out.append((i, spans))
     return out
 
 
-class TitleIndex:
-    """Which pages a text names: every page title and redirect, as word sequences."""
-
-    def __init__(self, store: PageStore) -> None:
-        #: a page's id by its title or the title of a redirect to it (what links name)
-        self.by_title: dict[str, int] = dict((title, page_id) for page_id, title in store.titles())
-        for redirect in store.redirects():
-            if redirect.target in self.by_title and redirect.source not in self.by_title:
-                self.by_title[redirect.source] = self.by_title[redirect.target]
-        found: dict[tuple[str, ...], set[int]] = {}
-        for name, page_id in self.by_title.items():
-            for form in title_forms(name):
-                found.setdefault(form, set()).add(page_id)
-        self.pages = {form: tuple(sorted(ids)) for form, ids in found.items()}
-        self.longest = max((len(f) for f in self.pages), default=0)
-
-    def mentioned(self, text: str) -> set[int]:
-        """Pages named in `text`, leftmost-longest: "Hello Love" is not also a mention of "Love"."""
-        seq = words(text)
-        out: set[int] = set()
-        i = 0
-        while i < len(seq):
-            for n in range(min(self.longest, len(seq) - i), 0, -1):
-                ids = self.pages.get(seq[i : i + n])
-                if ids is not None:
-                    out.update(ids)
-                    i += n
-                    break
-            else:
-                i += 1
-        return out
+def mentioned(store: PageStore, text: str) -> set[int]:
+    """Pages a text names by title, redirect, or title less its qualifier, leftmost-longest:
+    "Hello Love" is not also a mention of "Love"."""
+    starts = name_spans(text)
+    named = store.pages_named([s for _, spans in starts for s in spans if s])
+    out: set[int] = set()
+    after = 0  # the first word past the last mention
+    for i, spans in starts:
+        if i < after:
+            continue
+        for n in range(len(spans), 0, -1):
+            ids = named.get(spans[n - 1])
+            if ids:
+                out.update(ids)
+                after = i + n
+                break
+    return out
 
 
 def page_of(docid: str) -> str:
@@ -102,29 +88,22 @@ class PageExpander:
 
     def __init__(self, passages: PassageStore, store: PageStore | None) -> None:
         self.passages, self.store = passages, store
-        self._titles: TitleIndex | None = None
         self.points_to = lru_cache(maxsize=65536)(self._points_to)
-
-    @property
-    def titles(self) -> TitleIndex | None:
-        """The title index, read from the page store on first use (none without a store)."""
-        if self._titles is None and self.store is not None:
-            self._titles = TitleIndex(self.store)
-        return self._titles
 
     def _points_to(self, docid: str) -> tuple[int, ...]:
         """Other pages a passage names: its page's links whose anchor it contains, and titles."""
-        titles = self.titles
         passage = self.passages.get(docid)
-        if titles is None or self.store is None or passage is None:
+        if self.store is None or passage is None:
             return ()
-        found = titles.mentioned(passage.text)
-        text = f" {' '.join(words(passage.text))} "
-        for link in self.store.links_from(passage.page_id):
-            anchor = " ".join(words(link.anchor))
-            target = titles.by_title.get(link.target)
-            if target is not None and anchor and f" {anchor} " in text:
-                found.add(target)
+        found = mentioned(self.store, passage.text)
+        text = f" {' '.join(_WORD.findall(passage.text.lower()))} "
+        anchored = [
+            link.target.lower()
+            for link in self.store.links_from(passage.page_id)
+            if (anchor := " ".join(_WORD.findall(link.anchor.lower()))) and f" {anchor} " in text
+        ]
+        for ids in self.store.pages_named(anchored, qualified=False).values():
+            found.update(ids)
         found.discard(passage.page_id)
         return tuple(sorted(found))
 
@@ -137,8 +116,7 @@ class PageExpander:
         query_title_weight: float,
     ) -> Ranked:
         """`ranked` (best first) re-scored by page, with the pages its best pages point to."""
-        titles = self.titles
-        if titles is None or not ranked:
+        if self.store is None or not ranked:
             return ranked
         best: dict[str, tuple[str, float]] = {}  # page -> its best passage and score
         for docid, score in ranked:
@@ -148,7 +126,9 @@ class PageExpander:
             targets = self.points_to(docid)
             _add(bonus, (str(t) for t in targets), mention_weight * score / max(len(targets), 1))
         top = ranked[0][1]
-        _add(bonus, (str(t) for t in sorted(titles.mentioned(query))), query_title_weight * top)
+        _add(
+            bonus, (str(t) for t in sorted(mentioned(self.store, query))), query_title_weight * top
+        )
         out = [(docid, score + bonus.get(page_of(docid), 0.0)) for docid, score in ranked]
         leads = self.passages.titles([f"{page}#0" for page in sorted(bonus) if page not in best])
         out += [(lead, bonus[page_of(lead)]) for lead in leads]  # pages with passages only
