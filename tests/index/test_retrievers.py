@@ -114,3 +114,14 @@ def test_pyserini_prebuilt_index_opens_by_name(tmp_path, monkeypatch) -> None:
     assert by_name.path == local and by_name.retrievers == ("lucene",)
     hits = by_name.retriever("lucene").search(["who wrote hamlet"], k=1)[0]
     assert hits[0].title == "Hamlet" and hits[0].docid == "1#0"
+
+
+def test_hybrid_fuses_lucene_past_the_bm25s_limit(sample_index, monkeypatch) -> None:
+    from wikisim.index import layout
+
+    assert open_index(sample_index).sparse == "bm25s"  # 4.6k passages: well under the limit
+    monkeypatch.setattr(layout, "BM25S_MAX_PASSAGES", 1000)
+    index = open_index(sample_index)
+    assert index.sparse == "lucene"
+    assert index.retriever("hybrid").sparse is index.retriever("lucene")
+    assert index.retriever("hybrid").search(["symptoms of autism"], k=3)[0][0].title == "Autism"

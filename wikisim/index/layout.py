@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from wikisim.corpus import PageStore
 
 PAGES, PASSAGES = "pages.sqlite", "passages.sqlite"
+#: Past this many passages the hybrid's sparse side is Lucene, not bm25s (when both are built).
+#: bm25s scores every passage sharing a term with the query, so its cost grows with the corpus;
+#: Lucene's barely does. Thread CPU ms a query at p50, ranking 100 deep as the hybrid does
+#: (bench/scale.py on replicated enwiki pages, 22k / 87k / 219k / 437k passages): bm25s
+#: 0.9 / 2.1 / 4.8 / 6.7 (exponent 0.71), Lucene 5.2 / 5.4 / 6.2 / 7.7 (0.12): they cross near
+#: 500k passages, about 110k average enwiki articles (10 deep they cross near 300k). Lucene has
+#: no title field, so past the limit the hybrid ranks without the title re-scoring.
+BM25S_MAX_PASSAGES = 500_000
 
 
 def building_dir(out: Path) -> Path:
@@ -90,6 +98,14 @@ class Index:
             built.add("lucene-rm3")
         return tuple(b for b in RETRIEVERS if b in built)
 
+    @property
+    def sparse(self) -> str:
+        """The sparse retriever the hybrid fuses: bm25s up to BM25S_MAX_PASSAGES passages, else Lucene."""
+        built = [name for name in ("bm25s", "lucene") if name in self.retrievers]
+        if len(built) == 2 and len(self.require_passages()) > BM25S_MAX_PASSAGES:
+            return "lucene"
+        return built[0]
+
     def retriever(self, name: str = "bm25s") -> Retriever:
         """The retriever called `name`, made once per Index (each loads its files lazily)."""
         if name not in RETRIEVERS:
@@ -130,9 +146,8 @@ class Index:
             )
         from wikisim.index.hybrid import HybridRetriever
 
-        sparse = "bm25s" if "bm25s" in self.retrievers else "lucene"
         sparse_r, dense_r = (
-            cast(RankedRetriever, self.retriever(part)) for part in (sparse, "dense")
+            cast(RankedRetriever, self.retriever(part)) for part in (self.sparse, "dense")
         )
         return HybridRetriever(sparse_r, dense_r, self.manifest_hash)
 
