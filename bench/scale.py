@@ -458,15 +458,23 @@ def plot(stages: dict[str, dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
     for name, s in stages.items():
-        for ax, key in zip(axes, ("seconds", "peak_rss_mb", "disk_mb"), strict=True):
+        for ax, key in zip(axes[:3], ("seconds", "peak_rss_mb", "disk_mb"), strict=True):
             if any(v > 0 for v in s[key]):
                 ax.plot(s["pages"], s[key], "o-", label=name)
-    for ax, key in zip(axes, ("CPU seconds", "peak RSS (MB)", "disk (MB)"), strict=True):
+    search = stages.get("search", {})
+    for i, backend in enumerate(("bm25s", "lucene", "dense")):
+        for key, style, label in (("cpu", "o-", "k=10"), ("deep_rank_cpu", "s--", "ranked deep")):
+            ys = search.get(f"{backend}_{key}_p50_ms")
+            if ys and None not in ys:
+                axes[3].plot(search["pages"], ys, style, color=f"C{i}", label=f"{backend} {label}")
+    titles = ("CPU seconds", "peak RSS (MB)", "disk (MB)", "search p50 (thread CPU ms)")
+    for ax, key in zip(axes, titles, strict=True):
         ax.set(xscale="log", yscale="log", xlabel="pages", title=key)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
+    axes[3].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
