@@ -24,9 +24,9 @@ PAGES, PASSAGES = "pages.sqlite", "passages.sqlite"
 #: Past this many passages the hybrid's sparse side is Lucene, not bm25s (when both are built).
 #: bm25s scores every passage sharing a term with the query, so its cost grows with the corpus;
 #: Lucene's barely does. Thread CPU ms a query at p50, ranking 100 deep as the hybrid does
-#: (bench/scale.py on replicated enwiki pages, 22k / 87k / 219k / 437k passages): bm25s
-#: 0.9 / 2.1 / 4.8 / 6.7 (exponent 0.71), Lucene 5.2 / 5.4 / 6.2 / 7.7 (0.12): they cross near
-#: 500k passages, about 110k average enwiki articles (10 deep they cross near 300k). Lucene has
+#: (bench/scale.py on replicated enwiki pages, 22k / 219k / 437k / 874k passages): bm25s
+#: 0.9 / 4.8 / 6.7 / 10.7 (exponent 0.69), Lucene 5.2 / 6.2 / 7.7 / 9.4 (0.16). They cross near
+#: 600k passages (10 deep, near 300k); 500k is about 110k average enwiki articles. Lucene has
 #: no title field, so past the limit the hybrid ranks without the title re-scoring.
 BM25S_MAX_PASSAGES = 500_000
 
