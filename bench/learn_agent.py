@@ -6,7 +6,10 @@ The real model the package ships, its own tokenizer and chat template, the real 
      K times (varied queries, visits with goals, an answer read from an observation); only
      correct, well-formed, distinct trajectories whose answer was observed are kept;
   3. SFT (LoRA) on them, then GRPO from the SFT adapter, both exactly as `wikisim train sft|grpo`
-     run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`);
+     run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`); GRPO trains on the
+     questions the SFT policy sometimes solves (its pass rates, probed on `--probe-questions`
+     training questions, are the curriculum's prior: a group with equal rewards has no
+     advantage) with the env's F1 reward (partial credit; `--grpo-reward em` for exact match);
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
      the scripted `search-answer` floor on the same questions and env options.
 Training questions: the synthesized train split (read at run time, so regenerated files are
@@ -31,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import os
+import random
 import shutil
 import statistics
 import time
@@ -49,7 +53,7 @@ from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import train_grpo  # noqa: E402
+from agent.train.grpo import probe_pass_rates, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
 from agent.train.teachers import ResearchTeacher  # noqa: E402
@@ -69,6 +73,16 @@ ENV = {
     "python": False,
 }
 STAGES = ("untrained", "sft", "grpo")
+GRPO_CURVE = (
+    "step",
+    "reward",
+    "solve_rate",
+    "adv_nonzero_share",
+    "grad_norm",
+    "dev_pass@1",
+    "tool_calls",
+    "loss",
+)
 
 
 @dataclass(frozen=True)
@@ -200,6 +214,33 @@ class Bench:
         )
         return trajs
 
+    def probe(
+        self, seed: int, sampler, sft_dir: str, temperature: float, res: dict
+    ) -> tuple[list[str], dict[str, float]]:
+        """GRPO's questions: the probed ones the SFT policy solved sometimes but not always (a group
+        with equal rewards has no advantage), with their pass rates as the curriculum's prior; when
+        none is in that band, every probed question and no prior (the steps then have no signal)."""
+        a = self.args
+        t0 = time.perf_counter()
+        probed = list(self.data.train)
+        random.Random(seed).shuffle(probed)
+        probed = probed[: a.probe_questions] if a.probe_questions else probed
+        _, model = load_local(sft_dir)
+        rates = probe_pass_rates(
+            sampler, model.to(self.device), probed, a.probe_samples, seed * 7 + 3, temperature
+        )
+        in_band = [t for t in probed if 0 < rates[t] < 1]
+        res["probe"] = {
+            "questions": len(probed),
+            "samples": a.probe_samples,
+            "mean_pass_rate": statistics.mean(rates.values()),
+            "never_solved": sum(r == 0 for r in rates.values()),
+            "always_solved": sum(r == 1 for r in rates.values()),
+            "in_band": len(in_band),
+        }
+        res["time_s"]["probe"] = time.perf_counter() - t0
+        return (in_band, rates) if in_band else (probed, {})
+
     def seed(self, seed: int, untrained: dict) -> dict:
         a, out = self.args, self.out / f"seed{seed}"
         shutil.rmtree(out, ignore_errors=True)
@@ -265,21 +306,35 @@ class Bench:
             max_new_tokens=a.max_new_tokens,
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
-        sampler = self.runner.sampler(tok)
+        runner = self.runner
+        if a.grpo_reward != self.env.reward:
+            runner = EnvRunner(
+                self.data.tasks,
+                self.env.replace(reward=a.grpo_reward),
+                max_new_tokens=a.max_new_tokens,
+                max_context_tokens=a.max_context,
+                slots=a.questions_per_step * a.group_size,
+            )
+        sampler = runner.sampler(tok)
+        train_ids, prior = self.probe(seed, sampler, sft.final_dir, gcfg.temperature, res)
+        if prior:  # start on the questions the SFT policy sometimes solves
+            gcfg = dataclasses.replace(
+                gcfg, curriculum=True, pool_size=len(train_ids), retire_after=4 * a.group_size
+            )
         if (
             a.deadline_s
         ):  # a fixed wall-clock budget (one device run): as many steps as fit, measured on 2
-            probe = train_grpo(gcfg, self.data.train, sampler, dev_ids=dev, stop_after=2)
+            probe = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, stop_after=2)
             per_step = max(r["time_step"] + r["time_dev_eval"] for r in probe.history)
             left = a.deadline_s - (time.perf_counter() - self.started) - 1.5 * eval_s - 30
             gcfg = dataclasses.replace(
                 gcfg, steps=max(2, min(a.grpo_steps, 2 + int(left / per_step))), resume=True
             )
             res["grpo_steps_fitted"] = gcfg.steps
-        g = train_grpo(gcfg, self.data.train, sampler, dev_ids=dev)
+        g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior)
         res["time_s"]["grpo"] = time.perf_counter() - t0
         res["grpo_curve"] = [
-            {k: r[k] for k in ("step", "reward", "dev_pass@1", "tool_calls", "loss") if k in r}
+            {k: r[k] for k in GRPO_CURVE if k in r}
             for r in read_metrics(out / "grpo" / "metrics.jsonl")
         ]
         res["grpo"] = self.evaluate("grpo", g.final_dir)
@@ -431,6 +486,19 @@ def main() -> None:
     p.add_argument("--grpo-steps", type=int, default=None)
     p.add_argument("--grpo-lr", type=float, default=2e-4)
     p.add_argument("--questions-per-step", type=int, default=None)
+    p.add_argument(
+        "--probe-questions",
+        type=int,
+        default=None,
+        help="training questions whose SFT pass rate is probed before GRPO (0 = all)",
+    )
+    p.add_argument("--probe-samples", type=int, default=4, help="episodes per probed question")
+    p.add_argument(
+        "--grpo-reward",
+        choices=("em", "f1"),
+        default="f1",
+        help="the env's reward in GRPO (f1: partial credit); evaluation reports both",
+    )
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
     p.add_argument(
@@ -469,6 +537,7 @@ def main() -> None:
         "sft_batch": 4,
         "grpo_steps": 2,
         "questions_per_step": 2,
+        "probe_questions": 8,
         "group_size": 4,
         "dev_every": 1,
         "dev_per_set": 1,
@@ -485,6 +554,7 @@ def main() -> None:
         "sft_batch": 16,
         "grpo_steps": 40,
         "questions_per_step": 8,
+        "probe_questions": 64,
         "group_size": 8,
         "dev_every": 10,
         "dev_per_set": 6,
