@@ -70,7 +70,12 @@ def main() -> None:
     p.add_argument("--questions-per-step", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--micro-batch", type=int, default=4)
+    p.add_argument(
+        "--micro-batch",
+        type=int,
+        default=1,
+        help="sequences per forward (4 x 2k tokens took 24 GB)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--index", default=ENV["index"], help="index name or built directory")
