@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,21 +54,41 @@ def _runner(cfg: TrainConfig, tasks: TaskSet, slots: int) -> EnvRunner:
 
 def _grpo(cfg: GRPOConfig) -> int:
     from agent.train.episodes import task_tags
-    from agent.train.grpo import train_grpo
+    from agent.train.grpo import probe_pass_rates, train_grpo
     from agent.train.loop import load_model
     from wikisim.env.tasks import TaskSet, load_tasks
 
     train = load_tasks(cfg.env.tasks)
     dev = load_tasks(cfg.dev_tasks) if cfg.dev_tasks else None
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
-    tokenizer, _ = load_model(cfg, cfg.init_checkpoint)
+    tokenizer, model = load_model(cfg, cfg.init_checkpoint)
     with _runner(cfg, both, min(256, cfg.questions_per_step * cfg.group_size)) as runner:
+        sampler = runner.sampler(tokenizer, cfg.generation_server, cfg.server_model)
+        prior = None
+        if cfg.probe_questions:  # start on questions the starting weights sometimes solve
+            probed = train.ids()
+            random.Random(cfg.seed).shuffle(probed)
+            prior = probe_pass_rates(
+                sampler,
+                model,
+                probed[: cfg.probe_questions],
+                cfg.probe_samples,
+                cfg.seed,
+                cfg.temperature,
+            )
+            in_band = sum(cfg.band_low < r < cfg.band_high for r in prior.values())
+            print(f"probe: {in_band} of {len(prior)} questions in the curriculum's band")
+            if not in_band:  # nothing to start on: the curriculum finds its own way, as unprobed
+                print("probe: none in the band; the curriculum starts without the probe's rates")
+                prior = None
+        del model
         res = train_grpo(
             cfg,
             train.ids(),
-            runner.sampler(tokenizer, cfg.generation_server, cfg.server_model),
+            sampler,
             dev_ids=dev.ids() if dev else (),
             tags={t.id: task_tags(t) for t in train},
+            prior=prior,
         )
     last = res.history[-1] if res.history else {}
     print(json.dumps({"final": res.final_dir, "steps": res.steps, "reward": last.get("reward")}))

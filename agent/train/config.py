@@ -145,6 +145,9 @@ class GRPOConfig(TrainConfig):
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k
     curriculum: bool = False  # retire always/never-solved questions and top the pool up
+    probe_questions: int = 0  # > 0: first sample this many training questions from the starting
+    # weights; their pass rates start the curriculum on the ones sometimes solved (needs curriculum)
+    probe_samples: int = 4  # rollouts per probed question
     pool_size: int = 32  # active questions when the curriculum is on
     retire_after: int = 16  # rollouts seen before a question may be retired
     band_low: float = 0.0  # a question stays while low < pass rate < high
@@ -195,6 +198,12 @@ class GRPOConfig(TrainConfig):
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
         )
+        if self.probe_questions and not self.curriculum:
+            raise ConfigError(
+                f"probe_questions={self.probe_questions} seeds the curriculum: set curriculum=true"
+            )
+        at_least(type(self).__name__, 0, probe_questions=self.probe_questions)
+        at_least(type(self).__name__, 2, probe_samples=self.probe_samples)
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
             raise ConfigError(
                 f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}"

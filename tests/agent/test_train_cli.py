@@ -41,6 +41,8 @@ def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):
     assert load_config(SFTConfig, flat, {"max_turns": 6}).env.max_turns == 6  # flags win
     with pytest.raises(ConfigError, match="max_turns=0"):
         load_config(SFTConfig, None, {"max_turns": 0})
+    with pytest.raises(ConfigError, match="set curriculum=true"):
+        load_config(GRPOConfig, None, {"probe_questions": 8})
 
     @dataclass(frozen=True)
     class Clash:
@@ -139,6 +141,10 @@ def runs(tmp_path_factory, sample_index):
         "--dev-k",
         "2",
         "--curriculum",
+        "--probe-questions",
+        "3",
+        "--probe-samples",
+        "2",
         "--pool-size",
         "3",
         "--retire-after",

@@ -181,6 +181,17 @@ def test_gym_make_takes_cache_options_for_the_wiki_backend(sample_index, tmp_pat
         and "Luanda" in missed
     )
     assert replay.config.cache_mode == "replay-only" and replay.config.cache_path == str(path)
+    for other in ({"retriever": "lucene"}, {"snippet_chars": 80}):  # other answers: other keys
+        elsewhere = gym.make(
+            ENV_ID,
+            index=sample_index,
+            python=False,
+            cache_mode="replay-only",
+            cache_path=path,
+            **other,
+        ).unwrapped
+        elsewhere.reset(seed=0)
+        assert "replay-only cache" in elsewhere.step(call("search", query="Apollo 8"))[0]
     assert open_cache("read-write", None, "wiki").path == cache_dir() / "wiki-cache.sqlite"
     assert open_cache("off", path, "wiki") is None
     with pytest.raises(ConfigError, match="configure it where it is built"):

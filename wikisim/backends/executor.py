@@ -201,6 +201,9 @@ class Executor:
         config: per-tool policies and the jitter seed.
         cache: a `ToolCache` (None: no cache).
         name: this backend's name; with the provider names it namespaces the cache keys.
+        scope: the settings that change the providers' answers (a local index's retriever and
+            snippet length); part of the cache namespace, so runs of other settings never share
+            answers.
         sleep: how to wait between retries (tests may shorten it; timing never changes results).
         normalize: check calls and collapse whitespace before the providers and the cache see
             them (True), or hand each call over exactly as made and let the providers check it
@@ -215,6 +218,7 @@ class Executor:
         name: str = "",
         sleep: Callable[[float], None] = time.sleep,
         normalize: bool = True,
+        scope: str = "",
     ):
         chains = providers if isinstance(providers, Mapping) else dict.fromkeys(TOOLS, (providers,))
         unknown = set(chains) - set(TOOLS)
@@ -235,7 +239,8 @@ class Executor:
         self.manifest_hash = getattr(first, "manifest_hash", "")
         self._manifest: Mapping[str, Any] = {}
         self._namespace = {
-            t: f"{self.name}@{self.manifest_hash}:" + ",".join(p.name for p in c)
+            t: f"{self.name}@{self.manifest_hash}{'/' + scope if scope else ''}:"
+            + ",".join(p.name for p in c)
             for t, c in self.chains.items()
         }
         self._sleep = sleep
