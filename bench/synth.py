@@ -216,7 +216,7 @@ def solvability(n: int, seed: int) -> dict[str, Any]:
     from wikisim.backends.wiki import WikiBackend
     from wikisim.index import open_index
     from wikisim.index.build import ensure_bundled_index
-    from wikisim.synth.solvability import search_gives_away, solve_rates, usable_retriever
+    from wikisim.synth.solvability import search_gives_away, solve_rates
     from wikisim.synth.source import facts_from_store
 
     path = ensure_bundled_index()
@@ -227,7 +227,7 @@ def solvability(n: int, seed: int) -> dict[str, Any]:
         for label, giveaway in (
             (
                 "giveaways_dropped",
-                search_gives_away(WikiBackend(index, retriever=usable_retriever(index))),
+                search_gives_away(WikiBackend(index, retriever=index.default_retriever)),
             ),
             ("all", None),
         ):

@@ -134,3 +134,15 @@ def test_search_each_backend_on_the_sample(sample_index, capsys) -> None:
         )
         hit = json.loads(capsys.readouterr().out)["hits"][0]
         assert hit["title"] == "Autism", backend
+
+
+def test_the_default_retriever_is_the_best_an_index_has(built, sample_index, capsys) -> None:
+    from wikisim.index import open_index
+
+    assert open_index(sample_index).default_retriever == "hybrid"
+    assert open_index(built).default_retriever == "bm25s"  # built without dense and Lucene
+    outputs = []
+    for chosen in ([], ["--retriever", "bm25s"]):
+        assert main(["search", "--index", str(built), *chosen, "--json", "Evan Morris"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]

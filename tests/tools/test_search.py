@@ -77,7 +77,7 @@ def test_make_backend(sample_index: Path) -> None:
     )  # behind the executor
     with pytest.raises(ConfigError, match="unknown backend 'bing'"):
         make_backend("bing")
-    with pytest.raises(ConfigError, match="retriever must be one of"):
+    with pytest.raises(ConfigError, match="unknown retriever .tfidf.; choose one of"):
         make_backend("wiki", index=sample_index, retriever="tfidf")
 
 

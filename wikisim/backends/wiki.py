@@ -22,9 +22,9 @@ from wikisim.index import open_index
 from wikisim.index.base import (
     DEFAULT_RETRIEVER,
     MIN_SNIPPET_CHARS,
-    RETRIEVERS,
     SNIPPET_CHARS,
     Hit,
+    RetrieverName,
 )
 from wikisim.index.ranked import RankedRetriever
 from wikisim.index.small_bm25 import SmallBM25
@@ -71,13 +71,11 @@ class WikiBackend:
     def __init__(
         self,
         index,
-        retriever: str = DEFAULT_RETRIEVER,
+        retriever: RetrieverName = DEFAULT_RETRIEVER,
         extractor: Extractor | None = None,
         overfetch: int = 3,
         snippet_chars: int = SNIPPET_CHARS,
     ) -> None:
-        if retriever not in RETRIEVERS:
-            raise ConfigError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
         if snippet_chars < MIN_SNIPPET_CHARS:
             raise ConfigError(f"snippet_chars={snippet_chars} must be >= {MIN_SNIPPET_CHARS}")
         self.index = open_index(Path(index)) if isinstance(index, str | Path) else index
@@ -212,7 +210,7 @@ class WikiExecutor(Executor):
     def __init__(
         self,
         index,
-        retriever: str = DEFAULT_RETRIEVER,
+        retriever: RetrieverName = DEFAULT_RETRIEVER,
         extractor: Extractor | None = None,
         overfetch: int = 3,
         *,

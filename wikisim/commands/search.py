@@ -60,10 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 f'query {i + 1} is empty; pass non-empty text, e.g. wikisim search --index DIR "who wrote Hamlet"'
             )
     index = open_index(o.index)
-    retriever: str = o.retriever or next(
-        b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.retrievers
-    )
-    results = index.retriever(retriever).search(queries, k=o.k)
+    results = index.retriever(o.retriever or index.default_retriever).search(queries, k=o.k)
     width = shutil.get_terminal_size((100, 20)).columns
     for query, hits in zip(queries, results, strict=True):
         if o.json:

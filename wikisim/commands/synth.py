@@ -76,9 +76,9 @@ def synthesize(args: SynthOptions) -> int:
     start = time.perf_counter()
     index = open_index(args.index)
     from wikisim.backends.wiki import WikiBackend
-    from wikisim.synth.solvability import search_gives_away, usable_retriever
+    from wikisim.synth.solvability import search_gives_away
 
-    retriever = usable_retriever(index)
+    retriever = index.default_retriever
     backend = WikiBackend(index, retriever=retriever)
     path = (
         Path(args.facts)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
-from wikisim.index.base import RETRIEVERS, Retriever
+from wikisim.index.base import DEFAULT_RETRIEVER, RETRIEVERS, Retriever, RetrieverName
 from wikisim.index.manifest import FORMAT, MANIFEST, manifest_hash, read_manifest, sha256_file
 from wikisim.index.passages import PassageStore
 from wikisim.index.ranked import RankedRetriever
@@ -97,6 +97,18 @@ class Index:
         if indexes.get("lucene", {}).get("docvectors"):
             built.add("lucene-rm3")
         return tuple(b for b in RETRIEVERS if b in built)
+
+    @property
+    def default_retriever(self) -> RetrieverName:
+        """DEFAULT_RETRIEVER where this index has it, else bm25s, Lucene or dense (an index built
+        without some of them, or a bare Lucene index): what a command uses when told no retriever."""
+        built = self.retrievers
+        for name in (DEFAULT_RETRIEVER, "bm25s", "lucene", "dense"):
+            if name in built:
+                return name
+        raise IndexNotBuiltError(
+            f"{self.path} has no retriever a search can use; {_fix(self.path)}"
+        )
 
     @property
     def sparse(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from wikisim.env.reward import score
 from wikisim.env.tasks import Task, TaskSet, load_tasks
 from wikisim.errors import TaskError
-from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, RetrieverName
 from wikisim.tools.registry import ToolBox, default_toolbox
 
 
@@ -113,7 +113,7 @@ def environment_factory(
     index: str | Path | None = None,
     tasks: str | Path | TaskSet | None = None,
     *,
-    retriever: str = DEFAULT_RETRIEVER,
+    retriever: RetrieverName = DEFAULT_RETRIEVER,
     search_k: int = 10,
     visit_tokens: int = 1500,
     reward: str = "em",

@@ -21,7 +21,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from wikisim.errors import ConfigError
-from wikisim.index.base import DEFAULT_RETRIEVER
+from wikisim.index.base import DEFAULT_RETRIEVER, RetrieverName
 from wikisim.tools.registry import ToolBox, default_toolbox
 
 TOOL_CONFIG = Path(__file__).with_name("verl_tools.yaml")
@@ -29,7 +29,7 @@ TOOL_CONFIG = Path(__file__).with_name("verl_tools.yaml")
 
 @functools.lru_cache(maxsize=8)
 def _toolbox(
-    index: str | None, url: str | None, retriever: str, search_k: int, visit_tokens: int
+    index: str | None, url: str | None, retriever: RetrieverName, search_k: int, visit_tokens: int
 ) -> ToolBox:
     if (index is None) == (url is None):
         raise ConfigError(

@@ -18,7 +18,7 @@ from wikisim.backends.base import Backend
 from wikisim.corpus.page import normalize_title, url_to_title
 from wikisim.env import WikiSimEnv
 from wikisim.env.tasks import TaskSet, task_from_dict
-from wikisim.index import DEFAULT_RETRIEVER, open_index
+from wikisim.index import open_index
 from wikisim.synth.names import display_name
 
 _HIT = re.compile(r"\((https?://[^)\s]+)\)")
@@ -91,14 +91,9 @@ def search_gives_away(backend: Backend) -> Callable[[dict[str, Any]], bool]:
     return gives_away
 
 
-def usable_retriever(index: Any) -> str:
-    """The default retriever where the index has it, else bm25s, else Lucene (as `wikisim search` picks)."""
-    return next(b for b in (DEFAULT_RETRIEVER, "bm25s", "lucene") if b in index.retrievers)
-
-
 def solve_rates(index: Any, records: Sequence[dict[str, Any]], **env_kwargs: Any) -> SolveRates:
     """Oracle and search-top-hit rates over records, each an episode of a WikiSimEnv on `index`."""
-    env_kwargs.setdefault("retriever", usable_retriever(open_index(index)))
+    env_kwargs.setdefault("retriever", open_index(index).default_retriever)
     env = WikiSimEnv(tasks=task_set(records), index=str(index), python=False, **env_kwargs)
     oracle = top1 = 0
     failures: dict[str, int] = {}
