@@ -1,10 +1,12 @@
 """Env steps/s for search, visit and python actions, in-process and with 1, 2 and 4 async workers,
-against calling the retriever directly in the same run (the env's overhead as a ratio).
+against calling the env's retriever directly in the same run (the env's overhead as a ratio).
 
-    .venv/bin/python bench/env_steps.py [--index DIR] [--steps 300]
+    .venv/bin/python bench/env_steps.py [--index DIR] [--retriever bm25s] [--steps 300]
 
-Writes bench/results/env_steps.json. Targets: >= 500 search steps/s in one process with
-bm25s; env within 2x of the raw retriever; 4 async workers >= 1.6x one on 2 cores.
+Writes bench/results/env_steps.json (or --out). Targets: >= 500 search steps/s in one process
+with bm25s; env within 2x of the raw retriever; 4 async workers >= 1.6x one on 2 cores.
+Once the in-process env has started pyserini's JVM (Lucene, or the hybrid past
+BM25S_MAX_PASSAGES), the async workers start with forkserver: a fork could not use it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from tqdm import tqdm
 from wikisim.env.core import WikiSimEnv
 from wikisim.env.tasks import load_tasks
 from wikisim.index import open_index
+from wikisim.index.base import DEFAULT_RETRIEVER, DENSE_RETRIEVERS, RETRIEVERS
 from wikisim.index.build import ensure_bundled_index
+from wikisim.index.jvm import worker_start_method
 from wikisim.tools.registry import python_available
 
 RESULTS = Path(__file__).parent / "results"
@@ -44,11 +48,11 @@ def rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 
 
-def raw_retriever(index: Path, qs: list[str], steps: int, k: int) -> float:
-    retriever = open_index(index).retriever("bm25s")
+def raw_retriever(index: Path, name: str, qs: list[str], steps: int, k: int) -> float:
+    retriever = open_index(index).retriever(name)
     retriever.search([qs[0]], k)  # load
     start = time.perf_counter()
-    for i in tqdm(range(steps), desc=f"raw bm25s k={k}", leave=False):
+    for i in tqdm(range(steps), desc=f"raw {name} k={k}", leave=False):
         retriever.search([qs[i % len(qs)]], k)
     return rate(steps, time.perf_counter() - start)
 
@@ -76,17 +80,25 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 
 def async_rates(
-    index: Path, counts: tuple[int, ...], actions: list, python: bool, blocks: int = 6
+    index: Path,
+    retriever: str,
+    counts: tuple[int, ...],
+    actions: list,
+    python: bool,
+    blocks: int = 6,
 ) -> dict:
     """Search steps/s of AsyncVectorEnvs with each worker count, timed in alternating blocks.
 
     All vector envs are up at once and take turns (a block of steps each, `blocks` times),
     so a change in the machine's load hits every count alike and the ratios stay fair.
     """
+    context = worker_start_method()
     vecs = {
         n: AsyncVectorEnv(
-            [lambda: WikiSimEnv(index=index, max_turns=10_000, python=python)] * n,
+            [lambda: WikiSimEnv(index=index, retriever=retriever, max_turns=10_000, python=python)]
+            * n,
             shared_memory=False,
+            context=context,
         )
         for n in counts
     }
@@ -109,7 +121,8 @@ def async_rates(
     out = {
         n: {
             "steps_per_s": rate(steps[n], seconds[n]),
-            "worker_memory": [rss_mb(p.pid) for p in vec.processes],
+            "start_method": context or "default",
+            "worker_memory": [rss_mb(p.pid) for p in vec.processes if p.pid is not None],
         }
         for n, vec in vecs.items()
     }
@@ -126,15 +139,18 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=None)
+    parser.add_argument("--retriever", choices=RETRIEVERS, default=DEFAULT_RETRIEVER)
+    parser.add_argument("--out", type=Path, default=RESULTS / "env_steps.json")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--python-steps", type=int, default=40)
     args = parser.parse_args()
-    index = args.index or ensure_bundled_index()
+    index = args.index or ensure_bundled_index(dense=args.retriever in DENSE_RETRIEVERS)
     qs = queries()
     has_python = python_available()
-    env = WikiSimEnv(index=index, max_turns=10_000, python=has_python)
+    env = WikiSimEnv(index=index, retriever=args.retriever, max_turns=10_000, python=has_python)
+    opened = open_index(index)
     search = [call("search", query=qs[i % len(qs)]) for i in range(args.steps)]
-    titles = [t for _, t in env.backend.index.store.titles()]
+    titles = [t for _, t in opened.store.titles()]
     visit = [
         call("visit", url=titles[i % len(titles)], goal=qs[i % len(qs)])
         for i in range(args.steps // 2)
@@ -144,11 +160,13 @@ def main() -> None:
     out: dict = {
         "index": str(index),
         "manifest_hash": env.manifest_hash,
+        "retriever": args.retriever,
+        "passages": len(opened.require_passages()),
         "cpus": os.cpu_count(),
         "load_avg_at_start": os.getloadavg()[0],
     }
-    out["raw_bm25s_k10_per_s"] = raw_retriever(index, qs, args.steps, 10)
-    out["raw_bm25s_k30_per_s"] = raw_retriever(index, qs, args.steps, 30)
+    out["raw_k10_per_s"] = raw_retriever(index, args.retriever, qs, args.steps, 10)
+    out["raw_k30_per_s"] = raw_retriever(index, args.retriever, qs, args.steps, 30)
     out["env_search_per_s"], _ = env_rate(env, search, "env search")
     out["env_visit_per_s"], _ = env_rate(env, visit, "env visit")
     if has_python:
@@ -157,10 +175,10 @@ def main() -> None:
             1000 * percentile(lat, 0.5),
             1000 * percentile(lat, 0.99),
         )
-    out["env_vs_raw_k10"] = out["raw_bm25s_k10_per_s"] / out["env_search_per_s"]
-    out["env_vs_raw_k30"] = out["raw_bm25s_k30_per_s"] / out["env_search_per_s"]
+    out["env_vs_raw_k10"] = out["raw_k10_per_s"] / out["env_search_per_s"]
+    out["env_vs_raw_k30"] = out["raw_k30_per_s"] / out["env_search_per_s"]
     out["in_process_memory"] = rss_mb(os.getpid())
-    for workers, result in async_rates(index, (1, 2, 4), search, False).items():
+    for workers, result in async_rates(index, args.retriever, (1, 2, 4), search, False).items():
         out[f"async{workers}_search"] = result
     out["async4_over_in_process"] = out["async4_search"]["steps_per_s"] / out["env_search_per_s"]
     for base in (1, 2):
@@ -168,10 +186,10 @@ def main() -> None:
             out["async4_search"]["steps_per_s"] / out[f"async{base}_search"]["steps_per_s"]
         )
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "env_steps.json").write_text(json.dumps(out, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2))
     print(
-        f"raw bm25s k=10: {out['raw_bm25s_k10_per_s']:.0f}/s   k=30: {out['raw_bm25s_k30_per_s']:.0f}/s"
+        f"raw {args.retriever} k=10: {out['raw_k10_per_s']:.0f}/s   k=30: {out['raw_k30_per_s']:.0f}/s"
     )
     print(
         f"env search: {out['env_search_per_s']:.0f} steps/s  (raw/env = {out['env_vs_raw_k10']:.2f}x at k=10, "
@@ -188,7 +206,8 @@ def main() -> None:
             f"{m['rss_mb']:.0f}/{m['pss_mb']:.0f}" for m in out[f"async{w}_search"]["worker_memory"]
         )
         print(
-            f"async x{w}: {out[f'async{w}_search']['steps_per_s']:.0f} search steps/s; worker RSS/PSS MB: {mem}"
+            f"async x{w} ({out[f'async{w}_search']['start_method']}): "
+            f"{out[f'async{w}_search']['steps_per_s']:.0f} search steps/s; worker RSS/PSS MB: {mem}"
         )
     print(
         f"async x4 / x1: {out['async4_over_async1']:.2f}x (target >= 1.6x); x4 / x2: {out['async4_over_async2']:.2f}x; "

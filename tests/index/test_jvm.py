@@ -1,8 +1,10 @@
 import os
 import signal
+import subprocess
+import sys
 
 from wikisim.errors import BackendError
-from wikisim.index.jvm import pyserini_module
+from wikisim.index.jvm import pyserini_module, worker_start_method
 
 
 def test_a_fork_of_the_process_that_started_the_jvm_gets_an_error_not_a_hang() -> None:
@@ -18,3 +20,19 @@ def test_a_fork_of_the_process_that_started_the_jvm_gets_an_error_not_a_hang() -
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert pyserini_module("search.lucene")  # the process that started it goes on using it
+
+
+def test_workers_start_with_forkserver_once_the_jvm_runs_here() -> None:
+    fresh = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from wikisim.index.jvm import worker_start_method as w; print(w())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fresh.stdout.strip() == "None"  # no JVM yet: the default (fork) shares loaded indexes
+    pyserini_module("search.lucene")
+    assert worker_start_method() == "forkserver"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from wikisim.flags import add_config_arguments, config_from_args, option
 from wikisim.index.build import DenseKind, EngineName
+from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,17 @@ class BuildOptions:
     workers: int = option(1, "parser processes (output is the same for any N)")
     dense: bool = option(True, "dense vectors (and so hybrid); --no-dense skips them")
     lucene: bool = option(True, "the Lucene index (needs a JVM); --no-lucene skips it")
+    bm25s: bool | None = option(
+        None,
+        "the bm25s index; unset: built up to 500k passages (BM25S_MAX_PASSAGES), skipped past "
+        "it when Lucene is built, since the hybrid fuses Lucene there; --bm25s builds it "
+        "anyway, --no-bm25s never",
+    )
+    lucene_buffer_mb: int = option(
+        LUCENE_BUFFER_MB,
+        "Lucene's indexing buffer in MB (JVM heap held while indexing); any value gives "
+        "the same index",
+    )
     passage_words: int = option(150, "word budget of a passage")
     dense_index: DenseKind = option(
         "auto",
@@ -55,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         workers=o.workers,
         dense=o.dense,
         lucene=o.lucene,
+        bm25s=o.bm25s,
+        lucene_buffer_mb=o.lucene_buffer_mb,
         passage_words=o.passage_words,
         model_path=o.model_path,
         progress=not o.quiet,

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar, get_args
 from tqdm import tqdm
 
 from wikisim.errors import ConfigError, CorpusError
+from wikisim.index import layout
 from wikisim.index.layout import PAGES, PASSAGES, building_dir, open_index
 from wikisim.index.manifest import (
     FORMAT,
@@ -52,8 +53,14 @@ class BuildParams:
     lucene: bool = True
     dense_index: DenseKind = "auto"
     model_path: str | None = None
+    bm25s: bool | None = None  # None: built up to layout.BM25S_MAX_PASSAGES when Lucene is built
 
     def __post_init__(self) -> None:
+        if self.bm25s is False and not self.lucene:
+            raise ConfigError(
+                "--no-bm25s with --no-lucene leaves no sparse index (search and the hybrid need "
+                "one): keep bm25s or Lucene"
+            )
         if not MIN_PASSAGE_WORDS <= self.passage_words <= 2000:
             raise ConfigError(
                 f"passage_words must be in [{MIN_PASSAGE_WORDS}, 2000], got {self.passage_words}"
@@ -73,6 +80,7 @@ class BuildReport:
     seconds: float
     stage_seconds: dict[str, float] = field(default_factory=dict)
     resumed: tuple[str, ...] = ()  # stages taken from an interrupted build
+    not_built: dict[str, str] = field(default_factory=dict)  # index -> why it was skipped
 
     def format(self) -> str:
         c = self.counts
@@ -96,6 +104,8 @@ class BuildReport:
         lines.append(f"  {'time':<11} {self.seconds:>9.1f}s  ({stages})")
         if self.resumed:
             lines.append(f"  resumed from an interrupted build: {', '.join(self.resumed)}")
+        for name, why in self.not_built.items():
+            lines.append(f"  no {name}: {why}")
         return "\n".join(lines)
 
 
@@ -213,7 +223,7 @@ def _bm25s_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, An
     }
 
 
-def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, Any]:
+def _lucene_stage(tmp: Path, progress: bool, buffer_mb: int) -> dict[str, Any]:
     from wikisim.index.sparse_lucene import build_lucene
 
     return _index_stage(
@@ -222,8 +232,28 @@ def _lucene_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, A
         lambda store, part: build_lucene(
             tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress),
             part,
+            buffer_mb=buffer_mb,
         ),
     )
+
+
+def bm25s_skipped(params: BuildParams, passages: int) -> str | None:
+    """Why this build leaves bm25s out, or None to build it.
+
+    By default (`bm25s=None`) bm25s is built up to `layout.BM25S_MAX_PASSAGES` passages and
+    skipped past it when Lucene is built: there the hybrid fuses Lucene (`Index.sparse`), and
+    bm25s would cost a third of a full-dump build's time and most of its memory for a
+    retriever nothing uses by default. `bm25s=True` builds it anyway, False never.
+    """
+    if params.bm25s is False:
+        return "--no-bm25s"
+    limit = layout.BM25S_MAX_PASSAGES
+    if params.bm25s is None and params.lucene and passages > limit:
+        return (
+            f"{passages:,} passages, past BM25S_MAX_PASSAGES ({limit:,}), where the hybrid "
+            "fuses Lucene; --bm25s builds it anyway"
+        )
+    return None
 
 
 def _dense_stage(
@@ -303,11 +333,16 @@ def build(
     dense_index: DenseKind = "auto",
     engine: EngineName = "local",
     ray_address: str | None = None,
+    bm25s: bool | None = None,
+    lucene_buffer_mb: int | None = None,
 ) -> BuildReport:
-    """Build `out` from dump files: page store, passages, bm25s, and optionally Lucene and dense.
+    """Build `out` from dump files: page store, passages, and bm25s, Lucene and dense indexes.
 
     With engine="ray", parsing and dense encoding run on the Ray cluster at `ray_address`
     (a local one of `workers` CPUs when None); the result is the same as engine="local".
+    `bm25s=None` builds bm25s unless the corpus is past the limit where the hybrid fuses
+    Lucene (`bm25s_skipped`). `lucene_buffer_mb` caps Lucene's indexing buffer (None:
+    `LUCENE_BUFFER_MB`); like `workers`, it changes memory and speed, never the result.
 
     Raises:
         CorpusError: an input is missing, of an unknown format, truncated or broken; the
@@ -319,6 +354,9 @@ def build(
         raise ConfigError("build needs at least one input file (a dump or passage file)")
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
+    from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB, check_buffer_mb
+
+    buffer_mb = check_buffer_mb(LUCENE_BUFFER_MB if lucene_buffer_mb is None else lucene_buffer_mb)
     if engine not in ("local", "ray"):
         raise ConfigError(f"engine must be 'local' or 'ray', got {engine!r}")
     run_on = Engine(engine, ray_address)
@@ -337,6 +375,7 @@ def build(
         lucene,
         dense_index,
         str(model_path) if model_path is not None else None,
+        bm25s,
     )
     paths = [Path(p) for p in inputs]
     key = _build_key(paths, params)
@@ -345,20 +384,26 @@ def build(
     done = _prepare(tmp, key)
     stages: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("corpus", lambda: _corpus_stage(paths, tmp, params, workers, progress, run_on)),
-        ("bm25s", lambda: _bm25s_stage(tmp, params, progress)),
     ]
-    if lucene:
-        stages.append(("lucene", lambda: _lucene_stage(tmp, params, progress)))
-    if dense:
-        stages.append(("dense", lambda: _dense_stage(tmp, params, progress, run_on)))
     results, timings = _run_stages(stages, tmp, done)
     corpus = results.pop("corpus")
+    not_built = {}
+    if (why := bm25s_skipped(params, corpus["counts"]["passages"])) is None:
+        stages.append(("bm25s", lambda: _bm25s_stage(tmp, params, progress)))
+    else:
+        not_built["bm25s"] = why
+    if lucene:
+        stages.append(("lucene", lambda: _lucene_stage(tmp, progress, buffer_mb)))
+    if dense:
+        stages.append(("dense", lambda: _dense_stage(tmp, params, progress, run_on)))
+    indexes, index_timings = _run_stages(stages[1:], tmp, done)
     manifest = {
         **key,
         "counts": corpus["counts"],
         "skipped": corpus["skipped"],
         "content": corpus["content"],
-        "indexes": results,
+        "indexes": indexes,
+        **({"not_built": not_built} if not_built else {}),
     }
     shutil.rmtree(tmp / ".stages")
     digest = write_manifest(tmp, manifest)
@@ -369,8 +414,9 @@ def build(
         corpus["counts"],
         corpus["skipped"],
         time.perf_counter() - start,
-        timings,
+        timings | index_timings,
         tuple(n for n, _ in stages if n in done),
+        not_built,
     )
 
 
@@ -416,6 +462,7 @@ def _params_record(params: BuildParams) -> dict[str, Any]:
         "passage_words": params.passage_words,
         "dense": params.dense,
         "lucene": params.lucene,
+        "bm25s": "auto" if params.bm25s is None else params.bm25s,
     }
     if params.dense:
         record["dense_index"] = params.dense_index

@@ -73,3 +73,11 @@ def pyserini_module(name: str) -> ModuleType:
     if _jvm_pid is None and "jnius" in sys.modules:
         _jvm_pid = os.getpid()
     return module
+
+
+def worker_start_method() -> str | None:
+    """How to start worker processes from this one: "forkserver" once it has started the JVM
+    (a fork of it hangs on its first Lucene call), else None, the platform's default (fork on
+    Linux, whose workers share the parent's loaded indexes). For
+    `AsyncVectorEnv(..., context=worker_start_method())` or `multiprocessing.get_context`."""
+    return "forkserver" if _jvm_pid == os.getpid() else None

@@ -28,6 +28,7 @@ PAGES, PASSAGES = "pages.sqlite", "passages.sqlite"
 #: 0.9 / 4.8 / 6.7 / 10.7 (exponent 0.69), Lucene 5.2 / 6.2 / 7.7 / 9.4 (0.16). They cross near
 #: 600k passages (10 deep, near 300k); 500k is about 110k average enwiki articles. Lucene has
 #: no title field, so past the limit the hybrid ranks without the title re-scoring.
+#: Past it `wikisim build` also leaves bm25s out unless told --bm25s (`build.bm25s_skipped`).
 BM25S_MAX_PASSAGES = 500_000
 
 
@@ -123,12 +124,15 @@ class Index:
         if name not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
         if name not in self.retrievers:
-            flag = {"dense": "--no-dense", "hybrid": "--no-dense", "lucene-rm3": "--no-lucene"}.get(
-                name, f"--no-{name}"
-            )
+            how = {  # bm25s: left out by --no-bm25s, or by default past BM25S_MAX_PASSAGES
+                "bm25s": "with --bm25s",
+                "dense": "without --no-dense",
+                "hybrid": "without --no-dense",
+                "lucene-rm3": "without --no-lucene",
+            }.get(name, f"without --no-{name}")
             raise IndexNotBuiltError(
                 f"{self.path} has no {name!r} index (it has: {', '.join(self.retrievers) or 'none'}); "
-                f"rebuild it without {flag}: `wikisim build INPUT... --out {self.path}`"
+                f"rebuild it {how}: `wikisim build INPUT... --out {self.path}`"
             )
         if name not in self._retrievers:
             self._retrievers[name] = self._make(name)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikisim.corpus.page import title_to_url
-from wikisim.errors import IndexNotBuiltError
+from wikisim.errors import BackendError, ConfigError, IndexNotBuiltError
 from wikisim.index.base import SNIPPET_CHARS, Hit
 from wikisim.index.jvm import pyserini_module
 from wikisim.index.layout import is_lucene_dir
@@ -32,14 +32,63 @@ LUCENE_B = 0.4
 #: default: on the bundled QA sets' TRAIN questions it lowers recall (bench/recall.py).
 RM3 = {"fb_terms": 10, "fb_docs": 10, "original_query_weight": 0.5}
 _BATCH = 2000
+#: Lucene's indexing buffer in MB: documents are held in the JVM heap until it fills, then
+#: flushed as a segment, so it bounds the Lucene stage's memory whatever the dump's size.
+#: Anserini's SimpleIndexer fixes it at 2048, more than the JVM's default heap (a quarter
+#: of RAM) on an 8 GB machine; past a few hundred MB a bigger buffer only saves merges.
+#: It never changes what a search returns (collection statistics span the segments, and
+#: Anserini breaks score ties by docid), so it is a setting of the build, not of the index.
+LUCENE_BUFFER_MB = 512
 
 
-def build_lucene(passages: Iterable[Passage], out: Path) -> dict[str, Any]:
-    """Index passages into `out` (one thread: Lucene's doc order then follows row order)."""
+def check_buffer_mb(buffer_mb: int) -> int:
+    if not isinstance(buffer_mb, int) or isinstance(buffer_mb, bool) or buffer_mb < 1:
+        raise ConfigError(f"lucene_buffer_mb must be a whole number of MB >= 1, got {buffer_mb!r}")
+    return buffer_mb
+
+
+def _check_heap(buffer_mb: int) -> None:
+    import jnius
+
+    heap_mb = jnius.autoclass("java.lang.Runtime").getRuntime().maxMemory() / 2**20
+    if buffer_mb > heap_mb * 0.75:
+        raise ConfigError(
+            f"lucene_buffer_mb={buffer_mb} does not fit the JVM's heap ({heap_mb:.0f} MB, "
+            f"a quarter of RAM by default): use at most {int(heap_mb * 0.75)}"
+        )
+
+
+def _cap_buffer(indexer: Any, buffer_mb: int) -> None:
+    """Set the buffer of the IndexWriter inside pyserini's LuceneIndexer (Anserini's
+    SimpleIndexer keeps it private and ignores -memoryBuffer; the writer's config is live)."""
+    import jnius
+
+    fields = jnius.autoclass("org.apache.commons.lang3.reflect.FieldUtils")
+    try:
+        writer = jnius.cast(
+            "org.apache.lucene.index.IndexWriter", fields.readField(indexer.object, "writer", True)
+        )
+        writer.getConfig().setRAMBufferSizeMB(float(buffer_mb))
+    except jnius.JavaException as e:  # another Anserini whose SimpleIndexer has no `writer`
+        indexer.close()
+        raise BackendError(
+            f"cannot set Lucene's indexing buffer on this pyserini's indexer ({e}); wikisim "
+            "is tested with pyserini==1.6.0"
+        ) from e
+
+
+def build_lucene(
+    passages: Iterable[Passage], out: Path, buffer_mb: int = LUCENE_BUFFER_MB
+) -> dict[str, Any]:
+    """Index passages into `out` (one thread: Lucene's doc order then follows row order),
+    holding at most `buffer_mb` of them in the JVM's heap before flushing a segment."""
+    check_buffer_mb(buffer_mb)
     indexer_mod = pyserini_module("index.lucene")
+    _check_heap(buffer_mb)
     indexer = indexer_mod.LuceneIndexer(
         args=["-index", str(out), "-storeRaw", "-storeDocvectors"], threads=1
     )
+    _cap_buffer(indexer, buffer_mb)
     digest = hashlib.sha256(b"lucene JsonCollection storeRaw storeDocvectors default-analyzer\n")
     batch: list[dict[str, str]] = []
     n = 0

@@ -1,0 +1,85 @@
+"""Build settings for a whole dump: bm25s left out past the limit where the hybrid fuses Lucene
+(or by --no-bm25s), and Lucene's indexing buffer capped without changing what it returns."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wikisim.commands.build import BuildOptions, add_arguments
+from wikisim.errors import ConfigError, IndexNotBuiltError
+from wikisim.flags import config_from_args
+from wikisim.index import layout, open_index
+from wikisim.index.build import build
+from wikisim.index.passages import PassageStore
+from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB, LuceneRetriever, build_lucene
+from wikisim.paths import DATA_DIR, QA_DIR
+
+SMALL = DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"
+LUCENE_ONLY: dict[str, Any] = {"dense": False, "progress": False}
+
+
+def _options(*argv: str) -> BuildOptions:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return config_from_args(BuildOptions, parser.parse_args(["dump.xml", "--out", "x", *argv]))
+
+
+def test_bm25s_flag_is_three_way() -> None:
+    assert _options().bm25s is None and _options().lucene_buffer_mb == LUCENE_BUFFER_MB
+    assert _options("--bm25s").bm25s is True
+    assert _options("--no-bm25s", "--lucene-buffer-mb", "64").bm25s is False
+    assert _options("--lucene-buffer-mb", "64").lucene_buffer_mb == 64
+
+
+def test_bm25s_skipped_past_the_limit_unless_asked(tmp_path, monkeypatch) -> None:
+    under = build([SMALL], tmp_path / "under", **LUCENE_ONLY)
+    passages = under.counts["passages"]
+    assert "bm25s" in open_index(under.out).retrievers and under.not_built == {}
+    monkeypatch.setattr(layout, "BM25S_MAX_PASSAGES", passages - 1)
+    past = build([SMALL], tmp_path / "past", **LUCENE_ONLY)
+    index = open_index(past.out)
+    assert index.retrievers == ("lucene", "lucene-rm3") and not (past.out / "bm25s").exists()
+    assert index.manifest["params"]["bm25s"] == "auto"
+    assert "past BM25S_MAX_PASSAGES" in index.manifest["not_built"]["bm25s"]
+    assert "no bm25s:" in past.format() and past.manifest_hash != under.manifest_hash
+    with pytest.raises(IndexNotBuiltError, match="rebuild it with --bm25s"):
+        index.retriever("bm25s")
+    forced = build([SMALL], tmp_path / "forced", bm25s=True, **LUCENE_ONLY)
+    assert "bm25s" in open_index(forced.out).retrievers and forced.not_built == {}
+    monkeypatch.setattr(layout, "BM25S_MAX_PASSAGES", 10**9)
+    never = build([SMALL], tmp_path / "never", bm25s=False, **LUCENE_ONLY)
+    assert open_index(never.out).manifest["not_built"] == {"bm25s": "--no-bm25s"}
+    assert "bm25s" not in open_index(never.out).retrievers
+
+
+def test_no_sparse_index_at_all_is_refused(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="no sparse index"):
+        build([SMALL], tmp_path / "x", bm25s=False, lucene=False, **LUCENE_ONLY)
+    assert not (tmp_path / "x").exists()
+
+
+def _segments(path: Path) -> int:
+    return len(list(path.glob("*.si")))
+
+
+def test_lucene_buffer_changes_segments_not_results(sample_index: Path, tmp_path) -> None:
+    store = PassageStore(sample_index / layout.PASSAGES)
+    passages = list(itertools.islice(store, 1500))
+    small = build_lucene(passages, tmp_path / "small", buffer_mb=1)
+    big = build_lucene(passages, tmp_path / "big")
+    assert small == big  # the manifest's record: the same index either way
+    assert _segments(tmp_path / "small") > 1 and _segments(tmp_path / "big") == 1
+    qa = json.loads((QA_DIR / "hotpotqa-train-100.json").read_text(encoding="utf-8"))
+    queries = [q["question"] for q in qa[:40]] + ["the", "autism", "of the"]
+    a, b = (LuceneRetriever(tmp_path / n, store) for n in ("small", "big"))
+    assert a.ranked(queries, 30) == b.ranked(queries, 30)
+    with pytest.raises(ConfigError, match="JVM's heap"):
+        build_lucene(passages, tmp_path / "huge", buffer_mb=10**7)
+    with pytest.raises(ConfigError, match=">= 1"):
+        build_lucene(passages, tmp_path / "none", buffer_mb=0)
