@@ -147,12 +147,12 @@ def stage_bm25s(work: Path) -> dict[str, Any]:
 
 def stage_lucene(work: Path) -> dict[str, Any]:
     from wikisim.index.passages import PassageStore
-    from wikisim.index.sparse_lucene import build_lucene
+    from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB, build_lucene
 
     out = work / "index" / "lucene"
     shutil.rmtree(out, ignore_errors=True)
     info = build_lucene(iter(PassageStore(work / "index" / "passages.sqlite")), out)
-    return {"disk_mb": _size_mb(out), **info}
+    return {"disk_mb": _size_mb(out), "buffer_mb": LUCENE_BUFFER_MB, **info}
 
 
 def stage_dense(work: Path) -> dict[str, Any]:
@@ -417,7 +417,11 @@ def project(
     stages: dict[str, dict[str, Any]], words: dict[int, int], dense_rate_gpu: float | None
 ) -> dict[str, Any]:
     """Each build stage at a full dump: time and memory scaled by words with the fitted exponents
-    (at least 1 for time: fixed start-up costs flatten small runs' slopes)."""
+    (at least 1 for time: fixed start-up costs flatten small runs' slopes). Past
+    BM25S_MAX_PASSAGES `wikisim build` leaves bm25s out, so the totals do too ("with_bm25s":
+    what `--bm25s` adds back)."""
+    from wikisim.index.layout import BM25S_MAX_PASSAGES
+
     out: dict[str, Any] = {
         "machine": f"{CORES} cores, {RAM_GB} GB",
         "scaled_by": "words of article text",
@@ -436,19 +440,27 @@ def project(
                 "peak_rss_gb": s["peak_rss_mb"][-1] * factor**re_ / 1000,
                 "disk_gb": s["disk_mb"][-1] * factor / 1000,
             }
-        sparse = list(rows)
+        p = stages["passages"]
+        passages = size.get("passages", p["passages"][-1] * size["words"] / words[p["pages"][-1]])
+        bm25s_built = passages <= BM25S_MAX_PASSAGES
+        sparse = [k for k in rows if bm25s_built or k != "bm25s"]
         if "dense" in stages:
-            p = stages["passages"]
-            passages = size.get(
-                "passages", p["passages"][-1] * size["words"] / words[p["pages"][-1]]
-            )
             rows["dense"] = _dense_projection(stages["dense"], passages, dense_rate_gpu)
         out[target] = {
             "stages": rows,
+            "passages": passages,
+            "bm25s_built_by_default": bm25s_built,
             "without_dense_hours": sum(rows[k]["hours"] for k in sparse),
             "without_dense_peak_rss_gb": max(rows[k]["peak_rss_gb"] for k in sparse),
             "without_dense_disk_gb": sum(rows[k]["disk_gb"] for k in sparse),
         }
+        if not bm25s_built and "bm25s" in rows:
+            with_ = [*sparse, "bm25s"]
+            out[target]["with_bm25s"] = {
+                "hours": sum(rows[k]["hours"] for k in with_),
+                "peak_rss_gb": max(rows[k]["peak_rss_gb"] for k in with_),
+                "disk_gb": sum(rows[k]["disk_gb"] for k in with_),
+            }
     return out
 
 
