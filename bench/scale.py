@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -56,7 +57,7 @@ QUERIES = 200
 WARM_QUERIES = 100
 # Full-dump sizes the projections scale to, in words of article text (what every stage reads):
 # enwiki ~4.5e9 words (Wikipedia:Size of Wikipedia, 2024-25); wiki-18 21,015,324 passages x 100.
-TARGETS = {
+TARGETS: dict[str, dict[str, float]] = {
     "enwiki": {"pages": 6_800_000, "words": 4.5e9},
     "wiki18": {"pages": 21_015_324, "words": 2_101_532_400, "passages": 21_015_324},
 }
@@ -356,6 +357,7 @@ def measure(name: str, work: Path) -> dict[str, Any]:
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None
     stdout = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -373,7 +375,7 @@ def measure(name: str, work: Path) -> dict[str, Any]:
     return result
 
 
-def exponent(xs: list[float], ys: list[float]) -> float | None:
+def exponent(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
     if len(pts) < 2:
         return None
