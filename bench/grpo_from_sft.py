@@ -1,27 +1,32 @@
-"""GRPO from the shipped SFT adapter on CPU: pass-rate probe, curriculum, and whether steps move the weights.
+"""GRPO from the shipped SFT adapter on CPU: pass-rate probe, curriculum, and held-out EM start vs end.
 
 GRPO learns nothing on a question whose group is all right or all wrong (every leave-one-out
-advantage is 0); from a weak SFT policy that is most questions, and the last GPU run made no
-update at all. So before training:
-  1. probe: the adapter plays `--probe-samples` episodes of `--probe-questions` training questions
-     (a seeded draw from the training set of bench/learn_agent.py; with `--teacher-solvable N`,
-     only those of the first N the research teacher answers from an observation within the turn
-     budget, found by the rejection sampler SFT uses) at the GRPO temperature; each question's
-     pass rate is the curriculum's prior (`agent.train.grpo.probe_pass_rates`);
-  2. GRPO (`agent.train.grpo.train_grpo`, the curriculum on, band (0, 1)) starts on the questions
-     the adapter sometimes solves, with the env's reward (`--reward em|f1`; f1 gives partial credit);
-  3. per step: training solve rate, mean reward, share of rollouts with a nonzero advantage,
-     gradient norm; at the end, how far the adapter's weights moved (max and relative L2);
-  4. `--eval`: greedy EM on bench/learn_agent.py's held-out sets, start vs end (the harness
-     behind `wikisim eval`).
+advantage is 0); from a weak SFT policy that is most questions. So before training:
+  1. candidates: a seeded draw of bench/learn_agent.py's training questions; with
+     `--teacher-solvable N`, only those of the first N the research teacher answers from an
+     observation within the turn budget (the rejection sampler SFT uses);
+  2. probe and start (`agent.train.grpo.probe_start`): the adapter plays `--probe-samples` episodes
+     of `--probe-questions` candidates at the GRPO temperature; the curriculum (band (0, 1)) starts
+     on the ones it sometimes solves, tops up with unprobed candidates, and starts unprobed when
+     none is in the band;
+  3. GRPO (`agent.train.grpo.train_grpo`) with the env's reward (`--reward em|f1`), `--steps` of
+     them or, with `--deadline-s`, as many as fit that wall-clock budget (timed on the first 2);
+     per step: training solve rate, mean reward, share of rollouts with a nonzero advantage,
+     gradient norm (the run's curves.png plots them); at the end, how far the adapter moved;
+  4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
+     bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
+     (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each
+     adapter's EM with its bootstrap interval and GRPO - start paired by task (`compare_runs`).
+     `--start-run DIR` reuses an eval folder of the start adapter made with the same settings.
 
-    nice -n 10 .venv/bin/python bench/grpo_from_sft.py [--steps 2] [--reward f1] [--eval]
+    nice -n 5 .venv/bin/python bench/grpo_from_sft.py [--steps 2] [--reward f1] [--eval both]
 Writes bench/results/grpo_from_sft[_NAME].json; prints one line per step and, last, a JSON summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -40,12 +45,13 @@ from safetensors.torch import load_file  # noqa: E402
 from agent.rollout.models import load_local  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import probe_pass_rates, train_grpo  # noqa: E402
+from agent.train.grpo import GRPOResult, probe_start, train_grpo  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ADAPTER = "adapter_model.safetensors"
+EVAL_SETS = ("synth-test", "bundled", "hotpotqa-held", "musique-held")
 
 
 def weight_change(start: Path, end: Path) -> dict[str, float]:
@@ -66,29 +72,27 @@ def main() -> None:
     p.add_argument("--probe-samples", type=int, default=4)
     p.add_argument("--reward", choices=("em", "f1"), default="f1")
     p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--steps", type=int, default=2, help="GRPO steps (with --deadline-s: at most)")
+    p.add_argument(
+        "--deadline-s", type=float, default=0, help="wall-clock budget of the GRPO steps (0: off)"
+    )
     p.add_argument("--questions-per-step", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument(
-        "--micro-batch",
-        type=int,
-        default=1,
-        help="sequences per forward (4 x 2k tokens took 24 GB)",
-    )
+    p.add_argument("--micro-batch", type=int, default=4, help="sequences per forward")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--index", default=ENV["index"], help="index name or built directory")
     p.add_argument(
-        "--eval", action="store_true", help="greedy EM on the held-out sets, start vs end"
-    )
-    p.add_argument(
         "--teacher-solvable",
         type=int,
         default=0,
-        help="probe only the questions of the first N drawn that the research teacher solves (0: off)",
+        help="candidates: those of the first N drawn that the research teacher solves (0: off)",
     )
-    p.add_argument("--eval-limit", type=int, default=6, help="questions per held-out set (0 = all)")
+    p.add_argument("--eval", choices=("none", "end", "both"), default="none")
+    p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
+    p.add_argument("--eval-limit", type=int, default=0, help="questions per held-out set (0 = all)")
+    p.add_argument("--start-run", default="", help="an eval folder of the start adapter to reuse")
     p.add_argument("--name", default="")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -101,6 +105,35 @@ def main() -> None:
     )
     slots = args.questions_per_step * args.group_size
     runner = EnvRunner(data.tasks, env, max_new_tokens=96, max_context_tokens=2048, slots=slots)
+    tokenizer, model = load_local(args.init)  # merged: the same policy, sampled faster
+    sampler = runner.sampler(tokenizer)
+    candidates = list(data.train)
+    random.Random(args.seed).shuffle(candidates)
+    if args.teacher_solvable:
+        candidates = teacher_solvable(
+            runner, tokenizer, data, candidates[: args.teacher_solvable], args.seed
+        )
+    t0 = time.perf_counter()
+    start = probe_start(
+        sampler,
+        model,
+        candidates,
+        questions=args.probe_questions,
+        samples=args.probe_samples,
+        seed=args.seed,
+        temperature=args.temperature,
+    )
+    probe_s = time.perf_counter() - t0
+    del model
+    probe = {**start.summary(), "samples": args.probe_samples, "time_s": probe_s}
+    print(
+        f"probe: {len(candidates)} candidates, {probe['questions']:.0f} probed x "
+        f"{args.probe_samples} at T={args.temperature}: mean pass rate {probe['mean_pass_rate']:.3f}, "
+        f"{probe['never_solved']:.0f} never solved, {probe['always_solved']:.0f} always, "
+        f"{probe['in_band']:.0f} in the band ({probe_s:.0f}s)"
+        + ("" if start.prior else "; none in the band: the curriculum starts unprobed"),
+        flush=True,
+    )
     cfg = GRPOConfig(
         output_dir=str(out / "grpo"),
         seed=args.seed,
@@ -116,7 +149,7 @@ def main() -> None:
         temperature=args.temperature,
         micro_batch_size=args.micro_batch,
         curriculum=True,
-        pool_size=max(args.questions_per_step, 8),
+        pool_size=max(args.questions_per_step, len(start.in_band)),
         retire_after=4 * args.group_size,
         dev_every=0,
         cpu=True,
@@ -124,35 +157,8 @@ def main() -> None:
         max_new_tokens=96,
         max_context_tokens=2048,
     )
-    tokenizer, model = load_local(args.init)  # merged: the same policy, sampled faster
-    sampler = runner.sampler(tokenizer)
-    probed = list(data.train)
-    random.Random(args.seed).shuffle(probed)
-    if args.teacher_solvable:
-        probed = teacher_solvable(
-            runner, tokenizer, data, probed[: args.teacher_solvable], args.seed
-        )
-    probed = probed[: args.probe_questions]
     t0 = time.perf_counter()
-    prior = probe_pass_rates(
-        sampler, model, probed, args.probe_samples, args.seed * 7 + 3, args.temperature
-    )
-    probe_s = time.perf_counter() - t0
-    del model
-    in_band = sorted(t for t, r in prior.items() if 0 < r < 1)
-    print(
-        f"probe: {len(prior)} questions x {args.probe_samples} at T={args.temperature}: "
-        f"mean pass rate {sum(prior.values()) / len(prior):.3f}, "
-        f"{sum(r == 0 for r in prior.values())} never solved, "
-        f"{sum(r == 1 for r in prior.values())} always, {len(in_band)} in the band ({probe_s:.0f}s)",
-        flush=True,
-    )
-    if not in_band:
-        raise SystemExit(
-            "no probed question is in the band (0, 1): probe more questions or samples"
-        )
-    t0 = time.perf_counter()
-    result = train_grpo(cfg, in_band, sampler, prior=prior)
+    result = grpo_within(cfg, candidates, sampler, start.prior, args.deadline_s)
     grpo_s = time.perf_counter() - t0
     keys = ("solve_rate", "reward", "adv_nonzero_share", "adv_std", "grad_norm", "loss")
     for r in result.history:
@@ -166,40 +172,53 @@ def main() -> None:
     summary: dict = {
         "args": vars(args),
         "env": env.to_dict(),
-        "probe": {
-            "questions": len(prior),
-            "samples": args.probe_samples,
-            "mean_pass_rate": sum(prior.values()) / len(prior),
-            "in_band": len(in_band),
-            "pass_rates": prior,
-            "time_s": probe_s,
-        },
+        "probe": {**probe, "candidates": len(candidates), "pass_rates": start.rates},
         "steps": [
-            {k: r[k] for k in (*keys, "step", "time_step", "time_generate")} for r in result.history
+            {k: r[k] for k in (*keys, "step", "time_step", "time_generate", "time_train")}
+            for r in result.history
         ],
         "weight_change": weight_change(Path(args.init), end),
         "grpo_time_s": grpo_s,
         "load_avg_1min": os.getloadavg()[0],
     }
-    if args.eval:
-        summary["eval"] = {
-            "sft": held_out_em(args.init, data, env, out / "eval-sft"),
-            "grpo": held_out_em(str(end), data, env, out / "eval-grpo"),
-        }
+    if args.eval != "none":
+        sets = {k: data.held[k] for k in args.eval_sets.split(",")}
+        start_run = Path(args.start_run) if args.start_run else out / "eval-start"
+        if args.eval == "both":
+            held_out_run(args.init, sets, env, start_run)
+        held_out_run(str(end), sets, env, out / "eval-grpo")
+        summary["eval"] = paired_by_set(start_run, out / "eval-grpo", sets)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(
         json.dumps(
             {k: summary[k] for k in ("weight_change", "grpo_time_s")}
             | {
-                "probe_mean_pass_rate": summary["probe"]["mean_pass_rate"],
-                "in_band": len(in_band),
+                "probe_mean_pass_rate": probe["mean_pass_rate"],
+                "in_band": probe["in_band"],
+                "steps": len(result.history),
                 "solve_rate_per_step": [r["solve_rate"] for r in result.history],
                 "adv_nonzero_share_per_step": [r["adv_nonzero_share"] for r in result.history],
-                **({"eval": summary["eval"]} if args.eval else {}),
+                **({"eval": summary["eval"]} if "eval" in summary else {}),
             }
         )
     )
+
+
+def grpo_within(
+    cfg: GRPOConfig, task_ids: list[str], sampler, prior: dict | None, deadline_s: float
+) -> GRPOResult:
+    """`cfg.steps` GRPO steps or, with a deadline, as many as fit it (at least 2, timed on the first 2)."""
+    if not deadline_s or cfg.steps <= 2:
+        return train_grpo(cfg, task_ids, sampler, prior=prior)
+    t0 = time.perf_counter()
+    first = train_grpo(cfg, task_ids, sampler, prior=prior, stop_after=2)
+    per_step = (time.perf_counter() - t0) / len(first.history)
+    fit = 2 + int((deadline_s - (time.perf_counter() - t0)) / per_step)
+    print(f"GRPO: {per_step:.0f}s a step; {min(cfg.steps, fit)} steps fit {deadline_s:.0f}s")
+    cfg = dataclasses.replace(cfg, steps=max(2, min(cfg.steps, fit)), resume=True)
+    rest = train_grpo(cfg, task_ids, sampler, prior=prior)
+    return dataclasses.replace(rest, history=[*first.history, *rest.history])
 
 
 def teacher_solvable(
@@ -216,16 +235,15 @@ def teacher_solvable(
     return [q for q in questions if report.kept.get(q)]
 
 
-def held_out_em(policy_dir: str, data, env: EnvConfig, where: Path) -> dict[str, dict]:
-    """Greedy EM per held-out set through the harness behind `wikisim eval --policy DIR`."""
+def held_out_run(policy_dir: str, sets: dict, env: EnvConfig, where: Path) -> None:
+    """Greedy episodes on the held-out sets, written by the harness behind `wikisim eval --policy DIR`."""
     from agent.eval.harness import EvalConfig, evaluate
     from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
-    from agent.rollout.trajectory import write_trajectories
 
     where.mkdir(parents=True, exist_ok=True)
     tasks = where / "heldout.jsonl"
     tasks.write_text(
-        "".join(json.dumps(t.to_dict()) + "\n" for v in data.held.values() for t in v),
+        "".join(json.dumps(t.to_dict()) + "\n" for v in sets.values() for t in v),
         encoding="utf-8",
     )
     tok, model = load_local(policy_dir)
@@ -244,16 +262,27 @@ def held_out_em(policy_dir: str, data, env: EnvConfig, where: Path) -> dict[str,
             "max_context_tokens": 2048,
         },
     )
-    _, trajs = evaluate(cfg, policy=policy, progress=False)
-    write_trajectories(where / "trajectories.jsonl", trajs)
+    evaluate(cfg, where, policy=policy, progress=False)
+
+
+def paired_by_set(start_run: Path, end_run: Path, sets: dict) -> dict[str, dict]:
+    """Per held-out set and pooled: each run's EM with its interval, end - start paired by task."""
+    from agent.eval.compare import compare_runs, load_run
+
+    a, b = load_run(start_run), load_run(end_run)
     out = {}
-    for held, ts in data.held.items():
-        ids = set(ts.ids())
-        mine = [t for t in trajs if t.task_id in ids]
+    for held, ts in [*sets.items(), ("pooled", None)]:
+        ids = set(ts.ids()) if ts is not None else set(a.scores)
+        pair = [dataclasses.replace(r, scores={t: r.scores[t] for t in ids}) for r in (a, b)]
+        rep = compare_runs(pair)
+        start_row, end_row = rep["runs"]
+        diff = rep["comparisons"][0]
         out[held] = {
-            "episodes": len(mine),
-            "em": sum(t.metrics.get("em", 0.0) for t in mine) / max(len(mine), 1),
-            "f1": sum(t.metrics.get("f1", 0.0) for t in mine) / max(len(mine), 1),
+            "tasks": len(ids),
+            "start_em": [start_row["mean"], start_row["low"], start_row["high"]],
+            "grpo_em": [end_row["mean"], end_row["low"], end_row["high"]],
+            "diff": [diff["mean"], diff["low"], diff["high"]],
+            "p_value": diff["p_value"],
         }
     return out
 

@@ -34,7 +34,6 @@ import argparse
 import dataclasses
 import json
 import os
-import random
 import shutil
 import statistics
 import time
@@ -53,7 +52,7 @@ from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import probe_pass_rates, train_grpo  # noqa: E402
+from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
 from agent.train.teachers import ResearchTeacher  # noqa: E402
@@ -214,32 +213,24 @@ class Bench:
         )
         return trajs
 
-    def probe(
-        self, seed: int, sampler, sft_dir: str, temperature: float, res: dict
-    ) -> tuple[list[str], dict[str, float]]:
-        """GRPO's questions: the probed ones the SFT policy solved sometimes but not always (a group
-        with equal rewards has no advantage), with their pass rates as the curriculum's prior; when
-        none is in that band, every probed question and no prior (the steps then have no signal)."""
+    def probe(self, seed: int, sampler, sft_dir: str, temperature: float, res: dict) -> ProbeStart:
+        """Where GRPO starts: the training questions the SFT policy solved sometimes but not always
+        (a group with equal rewards has no advantage), by `agent.train.grpo.probe_start`."""
         a = self.args
         t0 = time.perf_counter()
-        probed = list(self.data.train)
-        random.Random(seed).shuffle(probed)
-        probed = probed[: a.probe_questions] if a.probe_questions else probed
         _, model = load_local(sft_dir)
-        rates = probe_pass_rates(
-            sampler, model.to(self.device), probed, a.probe_samples, seed * 7 + 3, temperature
+        start = probe_start(
+            sampler,
+            model.to(self.device),
+            self.data.train,
+            questions=a.probe_questions,
+            samples=a.probe_samples,
+            seed=seed,
+            temperature=temperature,
         )
-        in_band = [t for t in probed if 0 < rates[t] < 1]
-        res["probe"] = {
-            "questions": len(probed),
-            "samples": a.probe_samples,
-            "mean_pass_rate": statistics.mean(rates.values()),
-            "never_solved": sum(r == 0 for r in rates.values()),
-            "always_solved": sum(r == 1 for r in rates.values()),
-            "in_band": len(in_band),
-        }
+        res["probe"] = {**start.summary(), "samples": a.probe_samples}
         res["time_s"]["probe"] = time.perf_counter() - t0
-        return (in_band, rates) if in_band else (probed, {})
+        return start
 
     def seed(self, seed: int, untrained: dict) -> dict:
         a, out = self.args, self.out / f"seed{seed}"
@@ -316,10 +307,14 @@ class Bench:
                 slots=a.questions_per_step * a.group_size,
             )
         sampler = runner.sampler(tok)
-        train_ids, prior = self.probe(seed, sampler, sft.final_dir, gcfg.temperature, res)
+        start = self.probe(seed, sampler, sft.final_dir, gcfg.temperature, res)
+        train_ids, prior = self.data.train, start.prior
         if prior:  # start on the questions the SFT policy sometimes solves
             gcfg = dataclasses.replace(
-                gcfg, curriculum=True, pool_size=len(train_ids), retire_after=4 * a.group_size
+                gcfg,
+                curriculum=True,
+                pool_size=max(len(start.in_band), a.questions_per_step),
+                retire_after=4 * a.group_size,
             )
         if (
             a.deadline_s

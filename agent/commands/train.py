@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,7 +53,7 @@ def _runner(cfg: TrainConfig, tasks: TaskSet, slots: int) -> EnvRunner:
 
 def _grpo(cfg: GRPOConfig) -> int:
     from agent.train.episodes import task_tags
-    from agent.train.grpo import probe_pass_rates, train_grpo
+    from agent.train.grpo import probe_start, train_grpo
     from agent.train.loop import load_model
     from wikisim.env.tasks import TaskSet, load_tasks
 
@@ -66,21 +65,20 @@ def _grpo(cfg: GRPOConfig) -> int:
         sampler = runner.sampler(tokenizer, cfg.generation_server, cfg.server_model)
         prior = None
         if cfg.probe_questions:  # start on questions the starting weights sometimes solve
-            probed = train.ids()
-            random.Random(cfg.seed).shuffle(probed)
-            prior = probe_pass_rates(
+            start = probe_start(
                 sampler,
                 model,
-                probed[: cfg.probe_questions],
-                cfg.probe_samples,
-                cfg.seed,
-                cfg.temperature,
+                train.ids(),
+                questions=cfg.probe_questions,
+                samples=cfg.probe_samples,
+                seed=cfg.seed,
+                temperature=cfg.temperature,
+                band=(cfg.band_low, cfg.band_high),
             )
-            in_band = sum(cfg.band_low < r < cfg.band_high for r in prior.values())
-            print(f"probe: {in_band} of {len(prior)} questions in the curriculum's band")
-            if not in_band:  # nothing to start on: the curriculum finds its own way, as unprobed
+            prior = start.prior
+            print(f"probe: {len(start.in_band)} of {len(start.rates)} questions in the band")
+            if prior is None:
                 print("probe: none in the band; the curriculum starts without the probe's rates")
-                prior = None
         del model
         res = train_grpo(
             cfg,

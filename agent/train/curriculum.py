@@ -3,7 +3,8 @@
 A question always solved or never solved gives GRPO no signal (every leave-one-out
 advantage of its group is 0), so after `retire_after` rollouts it is retired and the pool
 is topped up with fresh questions, skipping those whose prior pass rate (when one is
-known, e.g. from rejection sampling) lies outside the useful band. The pool's
+known, e.g. from a probe of the starting weights) lies outside the useful band; questions
+with a prior come first, so the pool starts on those inside the band. The pool's
 composition by each task's tags (uncertainty type, structure) is logged over time.
 Deterministic: the order of fresh questions comes from the seed, picks from visit counts.
 """
@@ -64,6 +65,7 @@ class Curriculum:
         self.prior = dict(prior or {})
         order = list(task_ids)
         random.Random(seed).shuffle(order)
+        order.sort(key=lambda t: t not in self.prior)  # probed first: start on those in the band
         self.fresh: list[str] = order
         self.pool: list[str] = []
         self.seen: dict[str, int] = {}

@@ -11,6 +11,7 @@ pushed to that server before the first batch and after every update (`agent.trai
 from __future__ import annotations
 
 import copy
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,11 +37,11 @@ from agent.train.loop import (
 from agent.train.losses import (
     apply_format_penalty,
     conservative_include,
+    kept_logprobs_entropy,
+    kept_positions,
     leave_one_out_advantages,
-    masked_entropy,
     policy_gradient_loss,
     std_normalized_advantages,
-    token_logprobs,
 )
 from wikisim.errors import ConfigError
 
@@ -183,18 +184,23 @@ def _micro_batch_loss(
     n_tok: float,
     n_seq: float,
 ) -> dict[str, torch.Tensor]:
-    """The loss of one micro-batch (its terms kept for the log): policy gradient, KL, entropy."""
-    logits = model(input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]).logits
-    logp = token_logprobs(logits, batch.input_ids[mb])
+    """The loss of one micro-batch (its terms kept for the log): policy gradient, KL, entropy.
+
+    The lm_head runs only at the positions the loss mask keeps (`kept_positions`), not over
+    every position: the terms equal the full-logits computation's (tested).
+    """
+    ids, att = batch.input_ids[mb], batch.attention_mask[mb]
+    keep = kept_positions(batch.loss_mask[mb])
+    logits = model(input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False).logits
+    logp, ent = kept_logprobs_entropy(logits, ids, keep, entropy_grad=bool(cfg.entropy_coef))
+    del logits
     ref = None
     if ref_model is not None:  # made when kl_coef > 0
         with torch.no_grad():
-            ref = token_logprobs(
-                ref_model(
-                    input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
-                ).logits,
-                batch.input_ids[mb],
-            )
+            ref_logits = ref_model(
+                input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False
+            ).logits
+            ref = kept_logprobs_entropy(ref_logits, ids, keep)[0]
     terms = policy_gradient_loss(
         logp,
         adv[mb],
@@ -209,10 +215,9 @@ def _micro_batch_loss(
         sequence_normalizer=n_seq,
     )
     loss = terms.loss
-    ent_sum, ent_n = masked_entropy(logits[:, :-1], batch.loss_mask[mb])
+    m = batch.loss_mask[mb].float()
+    ent_sum, ent_n = (ent.detach() * m).sum(), m.sum()
     if cfg.entropy_coef:
-        lp = torch.log_softmax(logits[:, :-1].float(), -1)
-        ent = -(lp.exp() * lp).sum(-1)
         loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
     return {
         "loss": loss,
@@ -260,6 +265,55 @@ def probe_pass_rates(
     if k < 2:
         raise ConfigError(f"probing pass rates needs k >= 2 samples per question, got {k}")
     return question_pass_rates(sampler(model, list(task_ids), k, seed, temperature), k)
+
+
+@dataclass(frozen=True)
+class ProbeStart:
+    """Where GRPO starts: the probed pass rates, and the curriculum's prior (None: start unprobed)."""
+
+    rates: dict[str, float]  # probed question -> share of its rollouts solved
+    prior: dict[str, float] | None  # the rates when some question is in the band, else None
+    band: tuple[float, float]
+
+    @property
+    def in_band(self) -> list[str]:
+        return [t for t, r in self.rates.items() if self.band[0] < r < self.band[1]]
+
+    def summary(self) -> dict[str, float]:
+        rates = list(self.rates.values())
+        return {
+            "questions": float(len(rates)),
+            "mean_pass_rate": sum(rates) / max(len(rates), 1),
+            "never_solved": float(sum(r == 0 for r in rates)),
+            "always_solved": float(sum(r == 1 for r in rates)),
+            "in_band": float(len(self.in_band)),
+        }
+
+
+def probe_start(
+    sampler: Sampler,
+    model: torch.nn.Module,
+    task_ids: Sequence[str],
+    *,
+    questions: int,
+    samples: int,
+    seed: int,
+    temperature: float,
+    band: tuple[float, float] = (0.0, 1.0),
+) -> ProbeStart:
+    """Probe `questions` of `task_ids` (a seeded draw; 0: all) and decide where GRPO starts.
+
+    With some probed question inside the band its pass rates become the curriculum's prior:
+    the pool starts on the in-band questions, skips the probed ones outside the band and
+    tops up with unprobed ones. With none in the band the prior would only skip questions,
+    so there is none: the curriculum starts unprobed.
+    """
+    probed = list(task_ids)
+    random.Random(seed).shuffle(probed)
+    probed = probed[:questions] if questions else probed
+    rates = probe_pass_rates(sampler, model, probed, samples, seed * 7 + 3, temperature)
+    some = any(band[0] < r < band[1] for r in rates.values())
+    return ProbeStart(rates, rates if some else None, band)
 
 
 def dev_pass_rates(

@@ -76,17 +76,37 @@ def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tenso
     return logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
-def masked_entropy(logits: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sum of per-token entropies over masked positions, number of masked positions); no gradient.
+def kept_positions(mask: torch.Tensor) -> torch.Tensor:
+    """(B, L) bool: the input positions whose next token the loss scores, from the (B, L-1) mask.
 
-    Sums, not means, so the trainer can add them over micro-batches and processes.
-    `logits` are already shifted: (B, T, V) with `mask` (B, T).
+    Position t's logits score token t+1, so the last position scores nothing. Passed to the
+    model as `logits_to_keep`, the lm_head runs only there: the policy's own tokens are a
+    few hundred of a ~2k-token episode, and a 49k-token vocabulary made the full logits
+    (and their log-softmax) the bulk of a training step's memory.
     """
-    with torch.no_grad():
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        ent = -(logp.exp() * logp).sum(-1)
-        m = mask.float()
-        return (ent * m).sum(), m.sum()
+    return torch.nn.functional.pad(mask > 0, (0, 1))
+
+
+def kept_logprobs_entropy(
+    logits: torch.Tensor, input_ids: torch.Tensor, keep: torch.Tensor, entropy_grad: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, V) logits at the N kept positions -> (B, L-1) next-token log-probs and entropies.
+
+    Both are zero off the kept positions, exactly what `token_logprobs` and the entropy of
+    the full logits give under the same mask. The entropy carries a gradient only with
+    `entropy_grad` (an entropy bonus); otherwise it is for the log.
+    """
+    targets = input_ids[:, 1:][keep[:, :-1]]
+    lp = torch.log_softmax(logits.float(), dim=-1)
+    logp = lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        ent = -(lp.exp() * lp).sum(-1)
+    shape = (input_ids.shape[0], input_ids.shape[1] - 1)
+    return _scatter(logp, keep[:, :-1], shape), _scatter(ent, keep[:, :-1], shape)
+
+
+def _scatter(values: torch.Tensor, where: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    return values.new_zeros(shape).masked_scatter(where, values)
 
 
 Aggregation = Literal["token", "sequence"]

@@ -10,14 +10,21 @@ from agent.rollout.models import tiny_model
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
 from agent.train.grpo import (
+    _micro_batch_loss,
     advantages_for,
     grpo_update,
-    question_pass_rates,
+    probe_start,
     rollout_stats,
     sample_pass_rates,
 )
 from agent.train.loop import collate, make_accelerator, make_optimizer
-from agent.train.losses import conservative_include, policy_gradient_loss, token_logprobs
+from agent.train.losses import (
+    conservative_include,
+    kept_logprobs_entropy,
+    kept_positions,
+    policy_gradient_loss,
+    token_logprobs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +80,78 @@ def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
     assert torch.count_nonzero(g[0][batch.loss_mask[0] == 1]) > 0
 
 
+def _full_logits_loss(model, ref_model, batch, adv, include, kept_mask, cfg, n_tok, n_seq):
+    """The loss as computed before kept positions: logits and log-softmax over every position."""
+    ids, att = batch.input_ids, batch.attention_mask
+    logits = model(input_ids=ids, attention_mask=att).logits
+    logp = token_logprobs(logits, ids)
+    ref = None
+    if ref_model is not None:
+        with torch.no_grad():
+            ref = token_logprobs(ref_model(input_ids=ids, attention_mask=att).logits, ids)
+    terms = policy_gradient_loss(
+        logp,
+        adv,
+        batch.loss_mask,
+        include,
+        aggregation=cfg.aggregation,
+        old_logprobs=batch.old_logprobs if cfg.clip_eps else None,
+        clip_eps=cfg.clip_eps or None,
+        ref_logprobs=ref,
+        kl_coef=cfg.kl_coef,
+        token_normalizer=n_tok,
+        sequence_normalizer=n_seq,
+    )
+    lp = torch.log_softmax(logits[:, :-1].float(), -1)
+    ent = -(lp.exp() * lp).sum(-1)
+    loss = terms.loss - cfg.entropy_coef * (ent * kept_mask).sum() / n_tok
+    return loss, logp, (ent * batch.loss_mask).sum()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"aggregation": "sequence", "clip_eps": 0.2},
+        {"kl_coef": 0.1, "entropy_coef": 0.01},
+    ],
+)
+def test_loss_at_kept_positions_equals_the_full_logits_loss(tok, tmp_path, settings):
+    """The lm_head only at the policy's tokens gives the same log-probs, loss, entropy and gradient."""
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=3, cpu=True, **settings)
+    trajs = [
+        make_traj(tok, "q", "Paris", reward=1.0),
+        make_traj(tok, "q", "Algeria and Andorra", reward=0.0, seed=1),
+        make_traj(tok, "q", "x", reward=0.0, truncated=True, seed=2),
+    ]
+    _, model = tiny_model(0)
+    _, ref_model = tiny_model(1) if cfg.kl_coef else (None, None)
+    batch = collate(trajs, tok.pad_token_id)
+    adv, include = advantages_for(trajs, cfg)
+    kept_mask = batch.loss_mask * include.float().unsqueeze(1)
+    n_tok, n_seq = float(kept_mask.sum()), float((kept_mask.sum(1) > 0).sum())
+    assert not include.all() and len({len(t.token_ids()) for t in trajs}) > 1  # padding too
+    full, full_logp, full_ent = _full_logits_loss(
+        model, ref_model, batch, adv, include, kept_mask, cfg, n_tok, n_seq
+    )
+    full.backward()
+    full_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    terms = _micro_batch_loss(
+        model, ref_model, batch, slice(0, 3), adv, include, kept_mask, cfg, n_tok, n_seq
+    )
+    terms["loss"].backward()
+    keep = kept_positions(batch.loss_mask)
+    logits = model(input_ids=batch.input_ids, logits_to_keep=keep).logits
+    assert logits.shape[0] == int(batch.loss_mask.sum()) < batch.loss_mask.numel() / 2
+    logp = kept_logprobs_entropy(logits, batch.input_ids, keep)[0]
+    assert torch.allclose(logp, full_logp * batch.loss_mask, atol=1e-6)
+    assert terms["loss"].item() == pytest.approx(full.item(), abs=1e-6)
+    assert terms["entropy"].item() == pytest.approx(full_ent.item(), rel=1e-5)
+    for g_full, p in zip(full_grads, model.parameters(), strict=True):
+        assert torch.allclose(p.grad, g_full, atol=1e-7, rtol=1e-4)
+
+
 def test_update_is_token_level_over_the_batch(tok, tmp_path):
     """The loss reported equals the hand formula -(sum_i A_i * n_i) / sum_i n_i at ratio 1."""
     cfg = GRPOConfig(output_dir=str(tmp_path), group_size=2, micro_batch_size=1, cpu=True, lr=1e-3)
@@ -105,16 +184,39 @@ def test_rollout_stats_and_sample_pass_rates(tok):
 
 def test_probed_pass_rates_start_the_curriculum_on_questions_sometimes_solved(tok):
     rewards = {"never": [0.0, 0.0, 0.5], "half": [1.0, 0.0, 1.0], "always": [1.0, 1.0, 1.0]}
-    trajs = [
-        make_traj(tok, q, "x", reward=r, seed=i)
-        for q, rs in rewards.items()
-        for i, r in enumerate(rs)
-    ]
-    rates = question_pass_rates(trajs, 3)
-    assert rates == {
+    asked = []
+
+    def sampler(model, ids, k, seed, temperature):  # each question's rewards from the table
+        asked.append((list(ids), k, temperature))
+        return [
+            make_traj(tok, q, "x", reward=r, seed=i)
+            for q in ids
+            for i, r in enumerate(rewards[q][:k])
+        ]
+
+    start = probe_start(
+        sampler, None, list(rewards), questions=0, samples=3, seed=0, temperature=0.7
+    )
+    assert start.rates == {
         "never": 0.0,
         "half": pytest.approx(2 / 3),
         "always": 1.0,
     }  # F1 0.5 is no solve
-    cur = Curriculum(list(rates), CurriculumConfig(pool_size=3), prior=rates)
+    assert start.in_band == ["half"] and start.prior == start.rates
+    assert start.summary()["in_band"] == 1 and start.summary()["never_solved"] == 1
+    assert sorted(asked[0][0]) == sorted(rewards) and asked[0][1:] == (3, 0.7)
+    # the pool starts on the in-band question, ahead of unprobed ones, and skips the others
+    ids = ["fresh1", "fresh2", *rewards]
+    cur = Curriculum(ids, CurriculumConfig(pool_size=1), prior=start.prior)
     assert cur.pool == ["half"] and sorted(cur.skipped) == ["always", "never"]
+    # a seeded draw of 2 of the 3 questions
+    part = probe_start(
+        sampler, None, list(rewards), questions=2, samples=2, seed=1, temperature=1.0
+    )
+    assert len(part.rates) == 2 and set(part.rates) <= set(rewards)
+    # none in the band: no prior, the curriculum starts unprobed
+    rewards["half"] = [1.0, 1.0, 1.0]
+    none = probe_start(
+        sampler, None, ["never", "half"], questions=0, samples=3, seed=0, temperature=1.0
+    )
+    assert none.in_band == [] and none.prior is None

@@ -10,8 +10,9 @@ import torch
 from agent.train.losses import (
     apply_format_penalty,
     conservative_include,
+    kept_logprobs_entropy,
+    kept_positions,
     leave_one_out_advantages,
-    masked_entropy,
     masked_nll,
     policy_gradient_loss,
     std_normalized_advantages,
@@ -142,8 +143,11 @@ def test_token_logprobs_entropy_nll():
     ids = torch.tensor([[1, 0, 1]])
     lp = token_logprobs(logits, ids)
     assert torch.allclose(lp, torch.tensor([[math.log(0.5), math.log(0.25)]]))
-    ent_sum, n = masked_entropy(logits[:, :-1], torch.tensor([[1, 0]]))
-    assert n.item() == 1 and ent_sum.item() == pytest.approx(math.log(2))
+    keep = kept_positions(torch.tensor([[1.0, 0.0]]))
+    assert keep.tolist() == [[True, False, False]]
+    kept_lp, ent = kept_logprobs_entropy(logits[0][keep[0]], ids, keep)
+    assert torch.allclose(kept_lp, torch.tensor([[math.log(0.5), 0.0]]))
+    assert ent[0, 0].item() == pytest.approx(math.log(2)) and ent[0, 1].item() == 0.0
     assert masked_nll(lp, torch.tensor([[1, 1]])).item() == pytest.approx(
         -(math.log(0.5) + math.log(0.25)) / 2
     )
