@@ -34,8 +34,8 @@ from wikisim.paths import QA_DIR
 RESULTS = Path(__file__).resolve().parent / "results"
 K = 10
 PREVIOUS = FusionParams(
-    rrf_k=60.0, dense_weight=0.6, depth=100, title_weight=0.0
-)  # the default before issue 17
+    rrf_k=60.0, dense_weight=0.6, depth=100, title_weight=0.0, expand_top=0, hop_seeds=0
+)  # the default before issue 17: fusion alone
 
 
 def stats(times: list[float]) -> dict[str, float]:

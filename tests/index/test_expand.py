@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
-from wikisim.index.build import build
 from wikisim.index.expand import PageExpander, mentioned, name_spans
-from wikisim.index.hybrid import FusionParams
+from wikisim.index.hybrid import FusionParams, HybridRetriever
 
 CORPUS = {
     "Hello Love (song)": ["Hello Love is a song recorded by Hank Snow in 1974. Love is its theme."],
@@ -22,14 +19,9 @@ CORPUS = {
 
 
 @pytest.fixture(scope="module")
-def qa(tmp_path_factory: pytest.TempPathFactory):
+def qa(qa_corpus_index):
     """A corpus with no links (a QA set's paragraphs): mentions are found by title alone."""
-    root = tmp_path_factory.mktemp("expand")
-    (root / "corpus.json").write_text(json.dumps(CORPUS), encoding="utf-8")
-    build([root / "corpus.json"], root / "index", dense=False, lucene=False, progress=False)
-    index = open_index(root / "index")
-    docid = {p.title: p.docid for p in index.require_passages()}
-    return index, docid
+    return qa_corpus_index("expand", CORPUS)
 
 
 def test_a_page_a_top_passage_names_is_promoted_from_outside_the_list(qa) -> None:
@@ -102,7 +94,8 @@ def test_links_whose_anchor_a_passage_contains_are_followed(sample_index) -> Non
     passage = next(p for p in index.store.links_from(358) if p.target == target.title)
     assert passage.anchor == "Afroasiatic"
     assert target.id in expander.points_to("358#11")
-    assert target.id not in mentioned(index.store, index.passages.get("358#11").text)
+    lead = index.require_passages().get("358#11")
+    assert lead is not None and target.id not in mentioned(index.store, lead.text)
 
 
 def test_a_redirect_names_its_target(sample_index) -> None:
@@ -117,8 +110,11 @@ def test_a_redirect_names_its_target(sample_index) -> None:
 def test_hybrid_runs_the_stage_and_can_be_told_not_to(sample_index) -> None:
     index = open_index(sample_index)
     hybrid = index.retriever("hybrid")
+    assert isinstance(hybrid, HybridRetriever)
     query = ["which language family did the first grammarian of North Africa suggest"]
-    plain = type(hybrid)(hybrid.sparse, hybrid.dense, params=FusionParams(expand_top=0))
+    plain = HybridRetriever(
+        hybrid.sparse, hybrid.dense, params=FusionParams(expand_top=0, hop_seeds=0)
+    )
     fused = plain.ranked(query, 10)[0]
     expanded = hybrid.ranked(query, 10)[0]
     assert expanded == hybrid.ranked(query, 10)[0] and expanded != fused

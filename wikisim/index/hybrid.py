@@ -5,9 +5,11 @@ a list that misses d adds nothing. Ranks, not scores, are fused, so BM25's unbou
 scores and cosine similarities need no calibration. When the sparse side is bm25s, its
 list is first re-scored with the title field (`wikisim.index.titles`). The fused list is
 then re-ranked by page, with the pages its best pages link to or name and the pages the
-question names (`wikisim.index.expand`): the second hop of a multi-hop question.
+question names (`wikisim.index.expand`): the second hop of a multi-hop question; and last
+with the pages a second sparse query, the question and the best pages' names, finds
+(`wikisim.index.hop`).
 
-TITLE_WEIGHT, RRF_K, DENSE_WEIGHT, FUSION_DEPTH and the expansion's weights were tuned by `python bench/recall.py
+TITLE_WEIGHT, RRF_K, DENSE_WEIGHT, FUSION_DEPTH and the two later stages' weights were tuned by `python bench/recall.py
 --tune`: a grid search for page-level recall@10 of gold supporting titles on the TRAIN
 halves of both bundled QA sets (questions 0-49 of HotpotQA-100 and of MuSiQue-100, 100
 questions; see bench/recall.py). The other halves are only ever reported, never tuned on.
@@ -19,17 +21,21 @@ from dataclasses import dataclass
 
 from wikisim.errors import ConfigError
 from wikisim.index.expand import PageExpander
+from wikisim.index.hop import SecondHop
 from wikisim.index.ranked import Ranked, RankedRetriever, top_k
 from wikisim.index.sparse_bm25s import BM25sRetriever
 from wikisim.index.titles import TitleBooster
 
 TITLE_WEIGHT = 0.0  # the title field: on TRAIN, the query-title stage does its work
 RRF_K = 10.0
-DENSE_WEIGHT = 0.5
-FUSION_DEPTH = 100  # how deep each list is read before fusing
+DENSE_WEIGHT = 0.6
+FUSION_DEPTH = 100  # how deep each list is read before fusing (BM25S_MAX_PASSAGES assumes it)
 EXPAND_TOP = 2  # the best pages whose links and title mentions are followed
-MENTION_WEIGHT = 1.0  # the share of a best page's score the pages it points to gain
+MENTION_WEIGHT = 0.5  # the share of a best page's score the pages it points to gain
 QUERY_TITLE_WEIGHT = 1.0  # what a page the question names gains, times the best score
+HOP_SEEDS = 1  # the best pages a second sparse query starts from
+HOP_WEIGHT = 1.0  # what the page that query ranks r-th gains: HOP_WEIGHT * seed score / r
+HOP_PAGES = 8  # how many of the pages that query ranks gain
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,19 @@ class FusionParams:
     expand_top: int = EXPAND_TOP  # 0: no expansion, the fused ranking as is
     mention_weight: float = MENTION_WEIGHT
     query_title_weight: float = QUERY_TITLE_WEIGHT
+    hop_seeds: int = HOP_SEEDS  # 0: no second query
+    hop_weight: float = HOP_WEIGHT
+    hop_pages: int = HOP_PAGES
 
     def __post_init__(self) -> None:
-        for name in ("expand_top", "mention_weight", "query_title_weight"):
+        for name in (
+            "expand_top",
+            "mention_weight",
+            "query_title_weight",
+            "hop_seeds",
+            "hop_weight",
+            "hop_pages",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.title_weight < 0:
@@ -83,6 +99,7 @@ class HybridRetriever(RankedRetriever):
         self.expander = (
             PageExpander(self.passages, self.passages.page_store) if self.passages else None
         )
+        self.hop = SecondHop(sparse, self.passages) if self.passages else None
 
     def sparse_ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         """The sparse side's lists, re-scored with the title field where the sparse side is bm25s."""
@@ -105,10 +122,14 @@ class HybridRetriever(RankedRetriever):
         ]
 
     def second_stage(self, query: str, fused: Ranked) -> Ranked:
-        """The fused list re-ranked by page and expanded (as it is with expand_top 0 or no store)."""
+        """The fused list re-ranked by page and expanded (as it is with expand_top 0 or no
+        store), then by the second hop (as it is with hop_seeds 0 or no passage store)."""
         p = self.params
-        if self.expander is None or p.expand_top == 0:
-            return fused
-        return self.expander.rerank(
-            query, fused, p.expand_top, p.mention_weight, p.query_title_weight
-        )
+        ranked = fused
+        if self.expander is not None and p.expand_top > 0:
+            ranked = self.expander.rerank(
+                query, ranked, p.expand_top, p.mention_weight, p.query_title_weight
+            )
+        if self.hop is not None:
+            ranked = self.hop.rerank(query, ranked, p.hop_seeds, p.hop_weight, p.hop_pages)
+        return ranked
