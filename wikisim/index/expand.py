@@ -47,15 +47,19 @@ def name_spans(text: str) -> list[tuple[int, list[str]]]:
     A span of stop words and numbers only ("The", "1930") names nothing in particular.
     """
     found = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+    plain = [
+        all(w in _GENERIC or w.isdigit() for w in _WORD.findall(word.lower()))
+        for _, _, word in found
+    ]
     out = []
     for i, (start, _, word) in enumerate(found):
         if not (word[0].isupper() or word[0].isdigit()):
             continue
         spans = []
-        for _, end, _ in found[i : i + MAX_TITLE_WORDS]:
-            span = " ".join(text[start:end].lower().split())
-            generic = all(w in _GENERIC or w.isdigit() for w in _WORD.findall(span))
-            spans.append("" if generic else span)
+        generic = True  # so far, every word of the span is plain
+        for j, (_, end, _) in enumerate(found[i : i + MAX_TITLE_WORDS], start=i):
+            generic = generic and plain[j]
+            spans.append("" if generic else " ".join(text[start:end].lower().split()))
         out.append((i, spans))
     return out
 
