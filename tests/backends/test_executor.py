@@ -215,3 +215,24 @@ def test_snippet_length_is_an_env_setting(sample_index, retriever):
         open_backend(EnvConfig(backend="remote", url="http://127.0.0.1:9", snippet_chars=80))
     with pytest.raises(ConfigError, match="snippet_chars"):
         EnvConfig(snippet_chars=3)
+
+
+def test_a_cache_recorded_under_other_fusion_weights_never_answers(sample_index, tmp_path):
+    from wikisim.index import open_index
+    from wikisim.index.hybrid import FusionParams
+
+    path = tmp_path / "wiki.sqlite"
+    record = WikiExecutor(sample_index, "hybrid", cache_mode="read-write", cache_path=path)
+    first = record.search(["Apollo 8"], 3)
+    record.close()
+    replay = WikiExecutor(sample_index, "hybrid", cache_mode="replay-only", cache_path=path)
+    assert replay.search(["Apollo 8"], 3) == first
+    replay.close()
+    index = open_index(sample_index)
+    hybrid = index.retriever("hybrid")
+    assert "hop_seeds=1" in hybrid.settings and "sparse=bm25s" in hybrid.settings
+    hybrid.params = FusionParams(hop_seeds=0)  # e.g. a user's own weights
+    other = WikiExecutor(index, "hybrid", cache_mode="replay-only", cache_path=path)
+    with pytest.raises(CacheMissError, match="Apollo 8"):
+        other.search(["Apollo 8"], 3)
+    other.close()

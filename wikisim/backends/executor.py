@@ -201,9 +201,9 @@ class Executor:
         config: per-tool policies and the jitter seed.
         cache: a `ToolCache` (None: no cache).
         name: this backend's name; with the provider names it namespaces the cache keys.
-        scope: the settings that change the providers' answers (a local index's retriever and
-            snippet length); part of the cache namespace, so runs of other settings never share
-            answers.
+        scope: the settings that change the providers' answers (a local index's retriever, its
+            settings, and the snippet length); part of the cache namespace, so runs of other
+            settings never share answers.
         sleep: how to wait between retries (tests may shorten it; timing never changes results).
         normalize: check calls and collapse whitespace before the providers and the cache see
             them (True), or hand each call over exactly as made and let the providers check it

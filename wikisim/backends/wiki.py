@@ -203,8 +203,8 @@ class WikiExecutor(Executor):
         config: per-tool policies (default `WIKI_POLICY` for every tool).
         cache_mode: "off" (default), "read-write" or "replay-only".
         cache_path: the SQLite cache (None: `cache_dir()/wiki-cache.sqlite`; keys carry the
-            manifest hash, the retriever and the snippet length, so indexes and settings never
-            share answers).
+            manifest hash, the retriever and its settings, and the snippet length, so indexes
+            and settings never share answers).
     """
 
     def __init__(
@@ -230,7 +230,7 @@ class WikiExecutor(Executor):
             cache=open_cache(cache_mode, cache_path, "wiki"),
             name="wiki",
             normalize=False,
-            scope=f"{retriever},overfetch={overfetch},snippet={snippet_chars}",
+            scope=f"{retriever}({self.wiki.retriever.settings}),overfetch={overfetch},snippet={snippet_chars}",
         )
         self._manifest = self.index.manifest
 

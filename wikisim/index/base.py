@@ -45,6 +45,11 @@ class Retriever(ABC):
     manifest_hash: str = ""
     name: str = ""
 
+    @property
+    def settings(self) -> str:
+        """What besides its index and name decides its results ("": nothing); tool caches key on it."""
+        return ""
+
     def search(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
         if isinstance(queries, str):
             raise ConfigError(f"queries must be a list of strings, got the string {queries!r}")

@@ -17,7 +17,7 @@ questions; see bench/recall.py). The other halves are only ever reported, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from wikisim.errors import ConfigError
 from wikisim.index.expand import PageExpander
@@ -100,6 +100,13 @@ class HybridRetriever(RankedRetriever):
             PageExpander(self.passages, self.passages.page_store) if self.passages else None
         )
         self.hop = SecondHop(sparse, self.passages) if self.passages else None
+
+    @property
+    def settings(self) -> str:
+        """The sparse side and every fusion, page and hop setting: a cache recorded under other
+        weights never answers for these."""
+        tuned = ",".join(f"{f.name}={getattr(self.params, f.name)}" for f in fields(self.params))
+        return f"sparse={self.sparse.name},{tuned}"
 
     def sparse_ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         """The sparse side's lists, re-scored with the title field where the sparse side is bm25s."""
