@@ -1,0 +1,195 @@
+"""Cost of one GRPO update of SmolLM2 + LoRA on CPU: the lm_head at the policy's tokens vs everywhere.
+
+The update (`agent.train.grpo.grpo_update`) runs the lm_head, log-softmax and entropy only at
+the positions the loss mask keeps (`agent.train.losses.kept_positions`). "full" runs the same
+code with every scored position kept, which is the cost the trainer had before: logits,
+log-softmax and entropy over the whole ~2k-token episode and SmolLM2's 49k-token vocabulary.
+Both variants run in this process on the same trajectories (the shipped adapter, seeded token
+ids shaped like compact-context episodes: a 200-token prompt, then 2, 3 or 4 turns of 80 policy
+tokens and 120 observation tokens, so 600-1,000 tokens and a micro-batch pads its shorter
+sequences, as real ones do; the held-out episodes of the SFT adapter average ~670 tokens); the
+loss and gradient norm the variants report must agree.
+
+Peak memory is the process's resident set sampled every 5 ms during the update, less the resident
+set just before it.
+
+    nice -n 10 .venv/bin/python bench/grpo_step.py [--sequences 6] [--micro-batches 1,2,4]
+Writes bench/results/grpo_step.json; prints one line per variant and, last, a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psutil  # noqa: E402
+import torch  # noqa: E402
+
+import agent.train.grpo as grpo  # noqa: E402
+from agent.rollout.trajectory import Trajectory, Turn  # noqa: E402
+from agent.train.config import GRPOConfig  # noqa: E402
+from agent.train.loop import load_model, make_accelerator, make_optimizer  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PROMPT, POLICY, OBSERVATION = 200, 80, 120
+
+
+def episodes(n: int, vocab: int, seed: int) -> list[Trajectory]:
+    """n seeded episodes of 2-4 turns, rewards alternating 1 and 0 (every advantage nonzero)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def ids(k: int) -> tuple[int, ...]:
+        return tuple(torch.randint(vocab, (k,), generator=g).tolist())
+
+    return [
+        Trajectory(
+            task_id=f"q{i // 2}",
+            seed=i,
+            policy="bench",
+            prompt_ids=ids(PROMPT),
+            turns=tuple(
+                Turn(
+                    text="",
+                    ids=ids(POLICY),
+                    logprobs=(0.0,) * POLICY,
+                    observation_ids=ids(OBSERVATION),
+                )
+                for _ in range(2 + i % 3)
+            ),
+            answer="a",
+            reward=float(i % 2),
+            terminated=True,
+            truncated=False,
+            manifest_hash="bench",
+            version="0",
+        )
+        for i in range(n)
+    ]
+
+
+def every_position(mask: torch.Tensor) -> torch.Tensor:
+    """The cost before: every position that scores a next token goes through the lm_head."""
+    return torch.nn.functional.pad(torch.ones_like(mask, dtype=torch.bool), (0, 1))
+
+
+class PeakRSS:
+    """Highest resident set above the starting one, sampled by a thread while the block runs."""
+
+    def __init__(self) -> None:
+        self.proc = psutil.Process()
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(0.005)
+
+    def __enter__(self) -> PeakRSS:
+        self.start = self.proc.memory_info().rss
+        self.peak = self.start
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def above_start_gb(self) -> float:
+        return (self.peak - self.start) / 1e9
+
+
+def update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dict[str, float]:
+    """One GRPO update from the shipped adapter (fresh weights and optimizer each time)."""
+    cfg = GRPOConfig(
+        output_dir=str(RESULTS / "grpo_step_run"),
+        model="smollm2",
+        init_checkpoint=args.init,
+        lora_rank=8,
+        lora_alpha=16,
+        group_size=2,
+        micro_batch_size=micro,
+        cpu=True,
+    )
+    acc = make_accelerator(cfg)
+    tok, model = load_model(cfg, cfg.init_checkpoint)
+    opt, sched = make_optimizer(cfg, model, 1)
+    model, opt, sched = acc.prepare(model, opt, sched)
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        out = grpo.grpo_update(model, opt, sched, acc, trajs, cfg, tok.pad_token_id)
+        wall = time.perf_counter() - t0
+    del model, opt, sched, acc
+    gc.collect()
+    return {
+        "micro_batch": micro,
+        "time_s": wall,
+        "peak_rss_gb": mem.above_start_gb,
+        "loss": out["loss"],
+        "grad_norm": out["grad_norm"],
+        "entropy": out["entropy"],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--init", default="data/models/smollm2-wikisim-lora")
+    p.add_argument("--sequences", type=int, default=6)
+    p.add_argument("--micro-batches", default="1,2,4", help="micro-batch sizes of the kept variant")
+    p.add_argument("--full-micro-batch", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    trajs = episodes(args.sequences, 49152, args.seed)
+    kept = grpo.kept_positions
+    rows: list[dict[str, Any]] = []
+    try:
+        grpo.kept_positions = every_position
+        rows.append({"variant": "full", **update(args, args.full_micro_batch, trajs)})
+        print(rows[-1], flush=True)
+    finally:
+        grpo.kept_positions = kept
+    for micro in (int(m) for m in args.micro_batches.split(",")):
+        rows.append({"variant": "kept", **update(args, micro, trajs)})
+        print(rows[-1], flush=True)
+    for r in rows:
+        print(
+            f"{r['variant']} micro-batch {r['micro_batch']}: {r['time_s']:.1f}s, "
+            f"peak RSS +{r['peak_rss_gb']:.2f} GB, loss {r['loss']:.6f}, grad norm {r['grad_norm']:.6f}",
+            flush=True,
+        )
+    base = rows[0]
+    same = next(r for r in rows[1:] if r["micro_batch"] == base["micro_batch"])
+    summary = {
+        "sequences": args.sequences,
+        "tokens_per_sequence": [len(t.token_ids()) for t in trajs],
+        "policy_tokens_per_sequence": [sum(t.loss_mask()) for t in trajs],
+        "rows": rows,
+        "time_ratio_full_over_kept": base["time_s"] / same["time_s"],
+        "peak_rss_ratio_full_over_kept": base["peak_rss_gb"] / max(same["peak_rss_gb"], 1e-9),
+        "loss_abs_diff": abs(base["loss"] - same["loss"]),
+        "grad_norm_rel_diff": abs(base["grad_norm"] - same["grad_norm"]) / base["grad_norm"],
+        "threads": args.threads,
+        "load_avg_1min": os.getloadavg()[0],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "grpo_step.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}))
+
+
+if __name__ == "__main__":
+    main()
