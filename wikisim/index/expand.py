@@ -87,6 +87,14 @@ def page_of(docid: str) -> str:
     return docid.partition("#")[0]
 
 
+def best_by_page(ranked: Ranked) -> dict[str, tuple[str, float]]:
+    """Page -> its best passage and score, in the ranking's order."""
+    best: dict[str, tuple[str, float]] = {}
+    for docid, score in ranked:
+        best.setdefault(page_of(docid), (docid, score))
+    return best
+
+
 class PageExpander:
     """Re-ranks a fused passage ranking by pages, with the pages its best pages point to."""
 
@@ -122,9 +130,7 @@ class PageExpander:
         """`ranked` (best first) re-scored by page, with the pages its best pages point to."""
         if self.store is None or not ranked:
             return ranked
-        best: dict[str, tuple[str, float]] = {}  # page -> its best passage and score
-        for docid, score in ranked:
-            best.setdefault(page_of(docid), (docid, score))
+        best = best_by_page(ranked)
         bonus: dict[str, float] = {}
         for docid, score in list(best.values())[:expand_top]:
             targets = self.points_to(docid)

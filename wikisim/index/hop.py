@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from wikisim.index.expand import page_of
+from wikisim.index.expand import best_by_page, page_of
 from wikisim.index.passages import PassageStore
 from wikisim.index.ranked import Ranked, RankedRetriever, top_k
 from wikisim.index.snippets import terms
@@ -45,14 +45,6 @@ def bridge_query(question: str, passage: str) -> str:
         if (w[0].isupper() or w[0].isdigit()) and not set(terms(w)) <= asked
     ]
     return " ".join(rest + names)
-
-
-def best_by_page(ranked: Ranked) -> dict[str, tuple[str, float]]:
-    """Page -> its best passage and score, in the ranking's order."""
-    best: dict[str, tuple[str, float]] = {}
-    for docid, score in ranked:
-        best.setdefault(page_of(docid), (docid, score))
-    return best
 
 
 class SecondHop:
