@@ -272,12 +272,16 @@ class ProbeStart:
     """Where GRPO starts: the probed pass rates, and the curriculum's prior (None: start unprobed)."""
 
     rates: dict[str, float]  # probed question -> share of its rollouts solved
-    prior: dict[str, float] | None  # the rates when some question is in the band, else None
     band: tuple[float, float]
 
     @property
     def in_band(self) -> list[str]:
         return [t for t, r in self.rates.items() if self.band[0] < r < self.band[1]]
+
+    @property
+    def prior(self) -> dict[str, float] | None:
+        """The rates when some question is in the band, else None (start unprobed)."""
+        return self.rates if self.in_band else None
 
     def summary(self) -> dict[str, float]:
         rates = list(self.rates.values())
@@ -312,8 +316,7 @@ def probe_start(
     random.Random(seed).shuffle(probed)
     probed = probed[:questions] if questions else probed
     rates = probe_pass_rates(sampler, model, probed, samples, seed * 7 + 3, temperature)
-    some = any(band[0] < r < band[1] for r in rates.values())
-    return ProbeStart(rates, rates if some else None, band)
+    return ProbeStart(rates, band)
 
 
 def dev_pass_rates(
