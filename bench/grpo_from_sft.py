@@ -1,4 +1,4 @@
-"""GRPO from the shipped SFT adapter on CPU: pass-rate probe, curriculum, and held-out EM start vs end.
+"""GRPO from the shipped SFT adapter (CPU or one GPU): pass-rate probe, curriculum, held-out EM start vs end.
 
 GRPO learns nothing on a question whose group is all right or all wrong (every leave-one-out
 advantage is 0); from a weak SFT policy that is most questions. So before training:
@@ -19,7 +19,14 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      adapter's EM with its bootstrap interval and GRPO - start paired by task (`compare_runs`).
      `--start-run DIR` reuses an eval folder of the start adapter made with the same settings.
 
+With `--budget-s` the whole run fits a wall-clock budget (a GPU lease): `--eval both` then runs the
+start adapter's eval first, and the GRPO steps get what it, the probe and a margin for the end eval
+leave. `--device` (default: cuda when present) places sampling, training and eval.
+
     nice -n 5 .venv/bin/python bench/grpo_from_sft.py [--steps 2] [--reward f1] [--eval both]
+    python bench/grpo_from_sft.py --device cuda --threads 16 --steps 4 --questions-per-step 8 \
+        --micro-batch 8 --teacher-solvable 200 --probe-questions 48 --temperature 0.7 --lr 5e-4 \
+        --eval both --eval-batch 128 --name h100   # bench/results/grpo_from_sft_h100.json
 Writes bench/results/grpo_from_sft[_NAME].json; prints one line per step and, last, a JSON summary.
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -42,7 +50,7 @@ import torch  # noqa: E402
 from learn_agent import ENV, load_data  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from agent.rollout.models import load_local  # noqa: E402
+from agent.rollout.models import is_adapter, load_local  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import GRPOResult, probe_start, train_grpo  # noqa: E402
@@ -76,12 +84,25 @@ def main() -> None:
     p.add_argument(
         "--deadline-s", type=float, default=0, help="wall-clock budget of the GRPO steps (0: off)"
     )
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=0,
+        help="wall-clock budget of the whole run (0: off): the GRPO steps get what the start "
+        "eval, the probe and a margin for the end eval (1.5x the start eval's time) leave",
+    )
     p.add_argument("--questions-per-step", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--micro-batch", type=int, default=4, help="sequences per forward")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device of sampling and training (auto: cuda if present)",
+    )
+    p.add_argument("--eval-batch", type=int, default=32, help="held-out episodes sampled together")
     p.add_argument("--index", default=ENV["index"], help="index name or built directory")
     p.add_argument(
         "--teacher-solvable",
@@ -96,16 +117,30 @@ def main() -> None:
     p.add_argument("--name", default="")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    device = (
+        args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    )
     name = "grpo_from_sft" + (f"_{args.name}" if args.name else "")
     out = RESULTS / name
     shutil.rmtree(out, ignore_errors=True)
+    began = time.perf_counter()
     data = load_data(args.eval_limit)
     env = build_config(
         EnvConfig, {**ENV, "index": args.index, "max_turns": 4, "reward": args.reward}
     )
     slots = args.questions_per_step * args.group_size
     runner = EnvRunner(data.tasks, env, max_new_tokens=96, max_context_tokens=2048, slots=slots)
+    sets = {k: data.held[k] for k in args.eval_sets.split(",")}
+    start_run = Path(args.start_run) if args.start_run else out / "eval-start"
+    run = functools.partial(held_out_run, sets=sets, env=env, device=device, batch=args.eval_batch)
+    eval_s = 0.0
+    if args.eval == "both":  # first: its time sizes the end eval's share of --budget-s
+        t0 = time.perf_counter()
+        run(args.init, where=start_run)
+        eval_s = time.perf_counter() - t0
+        print(f"start adapter evaluated on the held-out sets ({eval_s:.0f}s)", flush=True)
     tokenizer, model = load_local(args.init)  # merged: the same policy, sampled faster
+    model.to(device)
     sampler = runner.sampler(tokenizer)
     candidates = list(data.train)
     random.Random(args.seed).shuffle(candidates)
@@ -152,13 +187,18 @@ def main() -> None:
         pool_size=max(args.questions_per_step, len(start.in_band)),
         retire_after=4 * args.group_size,
         dev_every=0,
-        cpu=True,
+        cpu=device == "cpu",
         resume=False,
         max_new_tokens=96,
         max_context_tokens=2048,
     )
+    deadline_s = args.deadline_s
+    if args.budget_s:
+        left = args.budget_s - (time.perf_counter() - began) - 1.5 * eval_s - 30
+        deadline_s = min(deadline_s or left, left)
+        print(f"GRPO deadline {deadline_s:.0f}s of the {args.budget_s:.0f}s budget", flush=True)
     t0 = time.perf_counter()
-    result = grpo_within(cfg, candidates, sampler, start.prior, args.deadline_s)
+    result = grpo_within(cfg, candidates, sampler, start.prior, deadline_s)
     grpo_s = time.perf_counter() - t0
     keys = ("solve_rate", "reward", "adv_nonzero_share", "adv_std", "grad_norm", "loss")
     for r in result.history:
@@ -177,16 +217,13 @@ def main() -> None:
             {k: r[k] for k in (*keys, "step", "time_step", "time_generate", "time_train")}
             for r in result.history
         ],
-        "weight_change": weight_change(Path(args.init), end),
+        "weight_change": weight_change(Path(args.init), end) if is_adapter(args.init) else None,
         "grpo_time_s": grpo_s,
         "load_avg_1min": os.getloadavg()[0],
+        "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
     }
     if args.eval != "none":
-        sets = {k: data.held[k] for k in args.eval_sets.split(",")}
-        start_run = Path(args.start_run) if args.start_run else out / "eval-start"
-        if args.eval == "both":
-            held_out_run(args.init, sets, env, start_run)
-        held_out_run(str(end), sets, env, out / "eval-grpo")
+        run(str(end), where=out / "eval-grpo")
         summary["eval"] = paired_by_set(start_run, out / "eval-grpo", sets)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
@@ -235,7 +272,9 @@ def teacher_solvable(
     return [q for q in questions if report.kept.get(q)]
 
 
-def held_out_run(policy_dir: str, sets: dict, env: EnvConfig, where: Path) -> None:
+def held_out_run(
+    policy_dir: str, sets: dict, *, env: EnvConfig, where: Path, device: str, batch: int
+) -> None:
     """Greedy episodes on the held-out sets, written by the harness behind `wikisim eval --policy DIR`."""
     from agent.eval.harness import EvalConfig, evaluate
     from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
@@ -248,7 +287,7 @@ def held_out_run(policy_dir: str, sets: dict, env: EnvConfig, where: Path) -> No
     )
     tok, model = load_local(policy_dir)
     policy = TransformersPolicy(
-        tok, model, name=Path(policy_dir).name, sampling=SamplingConfig(batch_size=32)
+        tok, model.to(device), name=Path(policy_dir).name, sampling=SamplingConfig(batch_size=batch)
     )
     cfg = build_config(
         EvalConfig,
@@ -256,8 +295,8 @@ def held_out_run(policy_dir: str, sets: dict, env: EnvConfig, where: Path) -> No
             **env.replace(reward="em").to_dict(),
             "policy": policy_dir,
             "tasks": str(tasks),
-            "envs": 32,
-            "batch_size": 32,
+            "envs": batch,
+            "batch_size": batch,
             "max_new_tokens": 96,
             "max_context_tokens": 2048,
         },

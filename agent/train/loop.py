@@ -56,6 +56,9 @@ def make_accelerator(cfg: TrainConfig):
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    from agent.rollout.models import stable_attention
+
+    stable_attention()
     precision = cfg.mixed_precision
     if precision == "auto":
         precision = (

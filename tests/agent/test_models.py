@@ -60,3 +60,18 @@ def test_smollm2_converts_once_and_reloads_from_the_cache() -> None:
     with torch.inference_mode():
         out = model.generate(enc, max_new_tokens=8, do_sample=False)
     assert "Paris" in tok.decode(out[0, enc.shape[1] :])
+
+
+@pytest.mark.parametrize("start", ["policy", "trainer"])
+def test_generation_and_training_turn_cudnn_attention_off(start: str) -> None:
+    """cuDNN's fused attention fails at random on CUDA (pytorch#134001): neither path may use it."""
+    from agent.rollout.policies.transformers_policy import TransformersPolicy
+    from agent.train.config import TrainConfig
+    from agent.train.loop import make_accelerator
+
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    if start == "policy":
+        TransformersPolicy(*tiny_model(0))
+    else:
+        make_accelerator(TrainConfig(cpu=True))
+    assert not torch.backends.cuda.cudnn_sdp_enabled()

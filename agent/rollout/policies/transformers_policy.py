@@ -61,6 +61,9 @@ class TransformersPolicy:
         name: str = "transformers",
         sampling: SamplingConfig | None = None,
     ):
+        from agent.rollout.models import stable_attention
+
+        stable_attention()
         self.name = name
         self.tokenizer, self.model = tokenizer, model  # the caller sets train/eval mode
         self.sampling = sampling or SamplingConfig()
