@@ -4,7 +4,8 @@ Built in-process with pyserini's LuceneIndexer (Anserini's JsonCollection, raw d
 and document vectors stored: the vectors are what RM3 query expansion reads). Lucene writes random segment ids into its files, so the index's manifest hash
 is over what went in (docids, contents, analyzer settings), not over its bytes.
 A pyserini prebuilt index (e.g. `wikipedia-kilt-doc`) is read the same way, with hits
-made from its stored documents.
+made from its stored documents. BM25 rankings come from `lucene_topk.TopK`: pyserini's lists,
+without the stored document pyserini reads for each hit's docid.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from wikisim.errors import BackendError, ConfigError, IndexNotBuiltError
 from wikisim.index.base import SNIPPET_CHARS, Hit
 from wikisim.index.jvm import pyserini_module
 from wikisim.index.layout import is_lucene_dir
+from wikisim.index.lucene_topk import TopK
 from wikisim.index.passages import Passage, PassageStore
 from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 from wikisim.index.snippets import snippet
@@ -157,11 +159,15 @@ class LuceneRetriever(RankedRetriever):
                     f"({e}); rebuild it with this wikisim: `wikisim build INPUT... --out {path.parent}`"
                 ) from e
             self.name = "lucene-rm3"
+        # RM3 reranks inside pyserini's search; plain BM25 skips its stored-document reads
+        self._topk = None if rm3 else TopK.over(self.searcher.object)
         self.passages = passages
         self.manifest_hash = manifest_hash
 
     def ranked(self, queries: list[str], depth: int) -> list[Ranked]:
         def fetch(query: str, n: int) -> Ranked:
+            if self._topk is not None:
+                return self._topk.search(query, n)
             return [(h.docid, float(h.score)) for h in self.searcher.search(query, n)]
 
         return [cut_at(functools.partial(fetch, q), depth) for q in queries]
