@@ -41,6 +41,7 @@ from wikisim.index.sparse_lucene import LuceneRetriever  # noqa: E402
 
 DEPTHS = {"k10": 10, "deep": 100}
 REPEATS = 2
+TERM_BUCKETS = ((1, 7), (8, 10), (11, 13), (14, 99))  # query terms after analysis
 
 
 def _lucene(retriever: LuceneRetriever) -> dict[str, Callable[[str, int], Any]]:
@@ -62,6 +63,16 @@ def _lucene(retriever: LuceneRetriever) -> dict[str, Callable[[str, int], Any]]:
             jnius.cast("org.apache.lucene.search.Collector", collector.create(n + 1, 2**31 - 1)),
         ),
     }
+
+
+def _terms(retriever: LuceneRetriever, question: str) -> int:
+    """How many terms the question's query has after Anserini's analyzer."""
+    import jnius
+
+    topk = retriever._topk
+    assert topk is not None
+    query = topk._generator.buildQuery("contents", topk._analyzer, question)
+    return jnius.cast("org.apache.lucene.search.BooleanQuery", query).clauses().size()
 
 
 def _paths(path: Path, store: PassageStore) -> tuple[LuceneRetriever, dict[str, Any]]:
@@ -87,6 +98,7 @@ def measure(indexes: dict[str, Path], store: PassageStore, warm_passes: int) -> 
     CPU the process's other threads spent meanwhile, a call."""
     queries, warm = _queries()
     opened = {label: _paths(path, store) for label, path in indexes.items()}
+    lengths = np.array([_terms(next(iter(opened.values()))[0], q) for q in queries])
     out: dict[str, Any] = {}
     for _ in range(warm_passes):
         for _, paths in opened.values():
@@ -124,6 +136,12 @@ def measure(indexes: dict[str, Path], store: PassageStore, warm_passes: int) -> 
     for (label, key), ts in times.items():
         out[label][f"{key}_p50_ms"] = float(np.percentile(ts, 50))
         out[label][f"{key}_p99_ms"] = float(np.percentile(ts, 99))
+        if key in ("lucene_k10", "exhaustive_k10"):  # by the question's length in terms
+            per_query = np.median(np.reshape(ts, (REPEATS, len(queries))), axis=0)
+            out[label][f"{key}_p50_ms_by_terms"] = {
+                f"{lo}-{hi}": float(np.median(per_query[(lengths >= lo) & (lengths <= hi)]))
+                for lo, hi in TERM_BUCKETS
+            }
     return out
 
 
