@@ -39,6 +39,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -47,6 +48,7 @@ import torch  # noqa: E402
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
 from agent.eval.stats import bootstrap_mean  # noqa: E402
 from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
+from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
 from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
@@ -159,9 +161,8 @@ class Bench:
     def evaluate(self, name: str, policy_dir: str | None) -> dict:
         """Every held-out set in one run of the harness (greedy; plus `--pass-samples` sampled
         episodes per task for pass@1), then stats per set."""
+        policy: SearchAnswerPolicy | TransformersPolicy
         if policy_dir is None:
-            from agent.rollout.policies.scripted import SearchAnswerPolicy
-
             policy = SearchAnswerPolicy(None)
         else:
             tok, model = load_local(policy_dir)
@@ -176,7 +177,7 @@ class Bench:
             held: episode_stats([t for t in greedy if t.task_id in ids])
             for held, ids in self.held_ids.items()
         }
-        if self.args.pass_samples and policy_dir is not None:
+        if self.args.pass_samples and isinstance(policy, TransformersPolicy):
             policy.sampling = SamplingConfig(temperature=1.0, batch_size=self.args.eval_batch)
             sampled = self._run(policy, name, policy_dir, self.args.pass_samples)
             for held, ids in self.held_ids.items():
@@ -366,7 +367,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
             }
         }
         for stage in STAGES:
-            vals = {}
+            vals: dict[str, Any] = {}
             for k in keys:
                 per_seed = [
                     (r[stage][held][k] if held != "pooled" else pooled(r[stage], k))

@@ -14,6 +14,7 @@ it. Queries: the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
@@ -27,8 +28,12 @@ import torch
 from tqdm import tqdm
 
 from wikisim.index import open_index
+from wikisim.index.base import Retriever
 from wikisim.index.build import ensure_bundled_index
+from wikisim.index.dense import DenseRetriever
 from wikisim.index.hybrid import FusionParams, HybridRetriever, fuse
+from wikisim.index.sparse_bm25s import BM25sRetriever
+from wikisim.index.sparse_lucene import LuceneRetriever
 from wikisim.paths import QA_DIR
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -45,6 +50,10 @@ def stats(times: list[float]) -> dict[str, float]:
         "p99_ms": 1e3 * times[int(0.99 * (len(times) - 1))],
         "qps": len(times) / sum(times),
     }
+
+
+def search_one(retriever: Retriever, query: str) -> object:
+    return retriever.search([query], k=K)
 
 
 def paired(
@@ -81,16 +90,18 @@ def main() -> None:
     index = open_index(args.index or ensure_bundled_index(dense=True))
     queries = [q["question"] for q in json.loads((QA_DIR / "hotpotqa-train-100.json").read_text())]
     print(
-        f"{len(queries)} queries x {args.repeat} over {len(index.passages)} passages "
+        f"{len(queries)} queries x {args.repeat} over {len(index.require_passages())} passages "
         f"(manifest {index.manifest_hash})"
     )
     ours = {b: index.retriever(b) for b in ("lucene", "bm25s", "dense", "hybrid")}
-    ours["hybrid-v0"] = HybridRetriever(ours["bm25s"], ours["dense"], index.manifest_hash, PREVIOUS)
+    lucene_r, sparse, dense, hybrid = (ours[b] for b in ("lucene", "bm25s", "dense", "hybrid"))
+    assert isinstance(lucene_r, LuceneRetriever) and isinstance(sparse, BM25sRetriever)
+    assert isinstance(dense, DenseRetriever) and isinstance(hybrid, HybridRetriever)
+    ours["hybrid-v0"] = HybridRetriever(sparse, dense, index.manifest_hash, PREVIOUS)
 
-    lucene = ours["lucene"].searcher  # the same pyserini LuceneSearcher object, called directly
+    lucene = lucene_r.searcher  # the same pyserini LuceneSearcher object, called directly
     bm25 = bm25s.BM25.load(str(index.path / "bm25s"), mmap=True, show_progress=False)
     stemmer = Stemmer.Stemmer("english")
-    dense = ours["dense"]
     model, faiss_index = dense.model, dense.index
     # ours encodes a query on one thread (far faster on a shared machine); so does the raw call
     torch.set_num_threads(1)
@@ -111,7 +122,7 @@ def main() -> None:
         return fuse(
             [(str(i), 0.0) for i in b[0][0]],
             [(str(i), 0.0) for i in d[1][0]],
-            ours["hybrid"].params,
+            hybrid.params,
         )
 
     raw = {
@@ -123,14 +134,14 @@ def main() -> None:
     report: dict = {
         "queries": len(queries),
         "repeat": args.repeat,
-        "passages": len(index.passages),
+        "passages": len(index.require_passages()),
         "manifest_hash": index.manifest_hash,
         "backends": {},
     }
     for backend in ("lucene", "bm25s", "dense", "hybrid"):
         r, o = paired(
             raw[backend],
-            lambda q, b=backend: ours[b].search([q], k=K),
+            functools.partial(search_one, ours[backend]),
             queries,
             args.repeat,
             backend,

@@ -32,8 +32,15 @@ from wikisim.errors import ConfigError
 
 
 def well_formed_correct(t: Trajectory, min_reward: float = 1.0) -> bool:
-    """Ended by an answer (not cut by a budget) and scored at least `min_reward`."""
-    return t.terminated and not t.truncated and t.answer is not None and t.reward >= min_reward
+    """Ended by an answer (not cut by a budget), every turn parsed (a turn cut at the token budget
+    or malformed names no tool: "?"), and scored at least `min_reward`."""
+    return (
+        t.terminated
+        and not t.truncated
+        and t.answer is not None
+        and t.reward >= min_reward
+        and all("?" not in u.tool_calls for u in t.turns)
+    )
 
 
 def answer_observed(t: Trajectory) -> bool:

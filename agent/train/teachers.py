@@ -27,6 +27,7 @@ _WORD = re.compile(r"[\w'-]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _VISITED = re.compile(r"The useful information in (\S+) for user goal")
 
+SHORT_QUESTION_WORDS = 10
 SEARCH_THOUGHTS = (
     "I need to find {what}. Let me search.",
     "First, search for {what}.",
@@ -83,6 +84,12 @@ def keywords(question: str, limit: int = 6) -> str:
     """The question's content words in order (a terse query, as people type them)."""
     words = [w for w in _WORD.findall(question) if w.lower() not in STOPWORDS]
     return " ".join(words[:limit]) or question
+
+
+def _as_typed(question: str) -> tuple[str, ...]:
+    """The question itself as a query or goal only when short: a student that learns to copy a long
+    question overflows its turn budget (max_new_tokens) and never closes the call."""
+    return (question,) if len(question.split()) <= SHORT_QUESTION_WORDS else ()
 
 
 def title_of(url: str) -> str:
@@ -147,7 +154,7 @@ class ResearchTeacher:
             )
         url = self._page_to_visit(task, seen, rng)
         if url is not None and rng.random() < 0.8:
-            goal = rng.choice((question, f"find {keywords(question)}"))
+            goal = rng.choice((*_as_typed(question), f"find {keywords(question)}"))
             think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
             return format_tool_call("visit", {"url": url, "goal": goal}, think=think)
         query = self._query(task, question, rng, request.turn)
@@ -167,7 +174,7 @@ class ResearchTeacher:
     @staticmethod
     def _query(task: Task, question: str, rng: random.Random, turn: int) -> str:
         """A phrasing of the search; never one that names the answer (that would be a guess)."""
-        options = [question, keywords(question), keywords(question, 3)]
+        options = [*_as_typed(question), keywords(question), keywords(question, 3)]
         options += [title_of(u) for u in task.evidence]
         options = [q for q in options if not any(grounded_in(a, [q]) for a in task.answers)] or [
             question

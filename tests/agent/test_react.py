@@ -96,7 +96,7 @@ def test_policy_ids_decode_to_the_turn_text_and_the_context_matches_the_template
 def test_text_policy_turns_are_tokenised_once_with_zero_logprobs(
     policy: TransformersPolicy,
 ) -> None:
-    e = _episode(policy.chat, 0)
+    e = _episode(policy.chat, 0, Budget())
     scripted = SearchAnswerPolicy(policy.chat)
     action = e.add_generation(scripted.act([e.request()])[0])
     assert tool_names(action) == ("search",)
@@ -140,6 +140,21 @@ def test_turn_and_context_budgets_truncate_cleanly(policy: TransformersPolicy) -
     _run(policy, [small], 5)
     assert small.truncated and len(small.context) <= prompt_len + 30 + 40
     assert all(len(t.ids) <= 16 for t in small.turns)
+
+
+def test_a_text_turn_is_held_to_the_token_budget_a_model_stops_at(
+    policy: TransformersPolicy,
+) -> None:
+    """A scripted or teacher turn longer than max_new_tokens is cut there, as a model's would be."""
+    e = _episode(policy.chat, 0, Budget(max_new_tokens=12))
+    text = format_tool_call("search", {"query": "a long question " * 12})
+    action = e.add_generation(Generation(text))
+    e.add_observation("error")
+    turn = e.trajectory(policy="t", reward=0.0, manifest_hash="h").turns[0]
+    assert len(turn.ids) == 12 and text.startswith(action) and len(action) < len(text)
+    assert turn.tool_calls == ("?",)  # the cut call never closes
+    short = _episode(policy.chat, 1, Budget(max_new_tokens=512))
+    assert short.add_generation(Generation(text)) == text
 
 
 def test_answers_and_calls_are_read_from_turn_text() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -90,6 +91,10 @@ def test_rejection_sample_keeps_correct_distinct_and_reports(tok):
     assert report.tried == {"a": 3, "b": 3} and report.kept == {"a": 1, "b": 0}
     assert report.as_dict()["per_question"]["a"] == [1, 3]
     assert not well_formed_correct(cut) and not well_formed_correct(bad)
+    malformed = dataclasses.replace(
+        good, turns=(dataclasses.replace(good.turns[0], tool_calls=("?",)), good.turns[1])
+    )
+    assert well_formed_correct(good) and not well_formed_correct(malformed)
 
 
 def test_observation_tokens_get_exactly_zero_gradient(tok, data):
