@@ -99,8 +99,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
         "--device",
-        default="auto",
-        help="torch device of sampling and training (auto: cuda if present)",
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="torch device of sampling, training and eval",
     )
     p.add_argument("--eval-batch", type=int, default=32, help="held-out episodes sampled together")
     p.add_argument("--index", default=ENV["index"], help="index name or built directory")
@@ -117,9 +117,7 @@ def main() -> None:
     p.add_argument("--name", default="")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    device = (
-        args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    )
+    device = args.device
     name = "grpo_from_sft" + (f"_{args.name}" if args.name else "")
     out = RESULTS / name
     shutil.rmtree(out, ignore_errors=True)

@@ -203,8 +203,9 @@ class Episode:
                 gen.ids is None or gen.logprobs is None
             ):  # text-only policy (scripted, HTTP): tokenised once, logprob 0
                 ids = self.chat.encode(text)
-                if len(ids) > self.room():  # held to the budget a model's turn stops at
-                    ids = ids[: self.room()]
+                room = self.room()
+                if len(ids) > room:  # held to the budget a model's turn stops at
+                    ids = ids[:room]
                     text = self.chat.tokenizer.decode(list(ids), skip_special_tokens=False)
                 logprobs = (0.0,) * len(ids)
             else:
