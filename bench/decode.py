@@ -1,13 +1,17 @@
-"""Decoding speed of the local-model policy: per-row sampling (a Python loop) vs batched tensor ops.
+"""Decoding speed of the local-model policy: per-row sampling (a Python loop), sampling on the
+host, and batched tensor ops on the model's device.
 
     nice -n 10 .venv/bin/python bench/decode.py [--policy data/models/smollm2-wikisim-lora] [--tasks 16]
+    python bench/decode.py --device cuda --threads 16 --tasks 36 --batch 36   # decode_cuda.json
 
-Both run in this process on the same first turns (the bundled questions under the env's compact
+All run in this process on the same first turns (the bundled questions under the env's compact
 system prompt), the same model and seeds, at temperature 1: the loop that sampled each row with
-its own `torch.multinomial` (what `TransformersPolicy` did before) and the policy as it is,
-alternated `--repeats` times so that a shared machine's load falls on both alike; each one's
-best (least loaded) repeat is reported. The sampling step alone (one batch of logits to ids)
-is timed too. Prints tokens/s of each and their ratio; writes bench/results/decode.json.
+its own `torch.multinomial` (what `TransformersPolicy` did first), the batched sampler fed logits
+copied to the host (what it did until the arithmetic moved to the model's device; the same as the
+policy on a CPU) and the policy as it is, alternated `--repeats` times so that a shared machine's
+load falls on all alike; each one's best (least loaded) repeat is reported. The sampling step
+alone (one batch of logits to ids) is timed too. Prints tokens/s of each and the policy's ratio
+to each baseline; writes bench/results/decode[_DEVICE].json (decode.json on the CPU).
 """
 
 from __future__ import annotations
@@ -45,7 +49,17 @@ class RowLoopPolicy(TransformersPolicy):
             tok = int(torch.multinomial(logp.exp(), 1, generator=gen))
             toks.append(tok)
             lps.append(float(logp[tok]))
-        return torch.tensor(toks), torch.tensor(lps)
+        return torch.tensor(toks, device=logits.device), torch.tensor(lps, device=logits.device)
+
+
+class HostSamplingPolicy(TransformersPolicy):
+    """The policy as it was before sampling moved to the model's device: logits copied to the host."""
+
+    def _sample(
+        self, logits: torch.Tensor, gens: Sequence[torch.Generator]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        tok, lp = super()._sample(logits.cpu(), gens)
+        return tok.to(logits.device), lp
 
 
 def first_turns(policy: TransformersPolicy, n: int, max_new: int) -> list[TurnRequest]:
@@ -78,14 +92,18 @@ def measure(policy: TransformersPolicy, reqs: list[TurnRequest]) -> dict:
     }
 
 
-def sampling_step_ms(policy: TransformersPolicy, rows: int, vocab: int, repeats: int = 50) -> float:
-    """Milliseconds to turn one batch of logits into ids and log-probs (the best of `repeats`)."""
-    logits = torch.randn(rows, vocab, generator=torch.Generator().manual_seed(0))
+def sampling_step_ms(
+    policy: TransformersPolicy, rows: int, vocab: int, device: str, repeats: int = 50
+) -> float:
+    """Milliseconds to turn one batch of logits (on `device`) into ids and log-probs on the host,
+    as the decoding loop reads them (the best of `repeats`)."""
+    logits = torch.randn(rows, vocab, generator=torch.Generator().manual_seed(0)).to(device)
     gens = [torch.Generator().manual_seed(i) for i in range(rows)]
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        policy._sample(logits, gens)
+        tok, lp = policy._sample(logits, gens)
+        tok.tolist(), lp.tolist()
         best = min(best, time.perf_counter() - start)
     return best * 1e3
 
@@ -98,16 +116,19 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="torch device of the model")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from agent.rollout.models import load_local
 
     tok, model = load_local(args.policy)
+    model.to(args.device)
     sampling = SamplingConfig(temperature=1.0, batch_size=args.batch)
     batched = TransformersPolicy(tok, model, name="batched", sampling=sampling)
     reqs = first_turns(batched, args.tasks, args.max_new_tokens)
     policies = {
         "row_loop": RowLoopPolicy(tok, model, name="row-loop", sampling=sampling),
+        "host_sampling": HostSamplingPolicy(tok, model, name="host", sampling=sampling),
         "batched": batched,
     }
     runs: dict[str, list[dict]] = {k: [] for k in policies}
@@ -122,17 +143,24 @@ def main() -> None:
         out[name] = {
             **best,
             "runs": runs[name],
-            "sampling_step_ms": sampling_step_ms(policy, args.batch, len(tok)),
+            "sampling_step_ms": sampling_step_ms(policy, args.batch, len(tok), args.device),
         }
-    before, after = out["row_loop"], out["batched"]
-    out["speedup"] = after["tokens_per_s"] / before["tokens_per_s"]
+    after = out["batched"]
+    out["speedup"] = after["tokens_per_s"] / out["row_loop"]["tokens_per_s"]
+    out["speedup_over_host_sampling"] = after["tokens_per_s"] / out["host_sampling"]["tokens_per_s"]
+    if args.device != "cpu":
+        out["device_name"] = torch.cuda.get_device_name(args.device)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "decode.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
+    name = "decode" + ("" if args.device == "cpu" else f"_{args.device.split(':')[0]}")
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
     print(
-        f"row loop {before['tokens_per_s']:.1f} tokens/s, batched {after['tokens_per_s']:.1f} "
-        f"tokens/s ({out['speedup']:.2f}x); sampling step {before['sampling_step_ms']:.1f} ms -> "
-        f"{after['sampling_step_ms']:.1f} ms for {args.batch} rows; {args.tasks} first turns, "
-        f"batch {args.batch}, {args.threads} threads, load {out['load_avg_1min']:.1f}"
+        ", ".join(
+            f"{k} {out[k]['tokens_per_s']:.1f} tokens/s ({out[k]['sampling_step_ms']:.1f} ms a step)"
+            for k in policies
+        )
+        + f"; batched / row loop {out['speedup']:.2f}x, / host sampling "
+        f"{out['speedup_over_host_sampling']:.2f}x; {args.tasks} first turns, batch {args.batch}, "
+        f"{args.device}, {args.threads} threads, load {out['load_avg_1min']:.1f}"
     )
 
 

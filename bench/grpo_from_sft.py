@@ -94,6 +94,12 @@ def main() -> None:
     p.add_argument("--questions-per-step", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument(
+        "--format-penalty",
+        type=float,
+        default=0.0,
+        help="subtracted from the reward of rollouts without a well-formed answer",
+    )
     p.add_argument("--micro-batch", type=int, default=4, help="sequences per forward")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
@@ -176,6 +182,7 @@ def main() -> None:
         lora_rank=8,
         lora_alpha=16,
         lr=args.lr,
+        format_penalty=args.format_penalty,
         steps=args.steps,
         questions_per_step=args.questions_per_step,
         group_size=args.group_size,

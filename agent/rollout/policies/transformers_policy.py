@@ -154,17 +154,15 @@ class TransformersPolicy:
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
-        # rows sample on the CPU from their own seeded generators (the same ids on any device)
-        logits = result.logits[:, -1, :].float().cpu()
-        nxt = torch.full((n,), self.pad_id, dtype=torch.long)
+        logits = result.logits[:, -1, :].float()
+        nxt = torch.full((n,), self.pad_id, dtype=torch.long, device=dev)
         live = list(range(n))  # the original row of each batch row
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
         while True:
             if len(stay) < len(live):  # finished rows leave before the next forward pass
-                idx = torch.tensor(stay, dtype=torch.long)
-                cache.batch_select_indices(idx.to(dev))
-                mask, positions = mask[idx.to(dev)], positions[idx.to(dev)]
-                logits, nxt = logits[idx], nxt[idx]
+                idx = torch.tensor(stay, dtype=torch.long, device=dev)
+                cache.batch_select_indices(idx)
+                mask, positions, logits, nxt = mask[idx], positions[idx], logits[idx], nxt[idx]
                 live = [live[b] for b in stay]
             if not live:
                 break
@@ -174,13 +172,13 @@ class TransformersPolicy:
                 )
                 positions = positions[:, -1:] + 1
                 result = self.model(
-                    input_ids=nxt[:, None].to(dev),
+                    input_ids=nxt[:, None],
                     attention_mask=mask,
                     position_ids=positions,
                     cache=cache,
                     use_cache=True,
                 )
-                logits = result.logits[:, -1, :].float().cpu()
+                logits = result.logits[:, -1, :].float()
             nxt, lps = self._sample(logits, [gens[i] for i in live])
             stay = []
             for b, (i, tok, lp) in enumerate(zip(live, nxt.tolist(), lps.tolist(), strict=True)):
@@ -228,8 +226,10 @@ class TransformersPolicy:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Every row's next id and its log-probability, in tensor ops over the whole batch.
 
-        Sampling is by inverse CDF: each row draws one uniform from its own generator, so a
-        row's ids depend only on its seed and its logits, whichever rows share the batch.
+        Sampling is by inverse CDF: each row draws one uniform from its own CPU generator, so a
+        row's ids depend only on its seed and its logits, whichever rows share the batch or
+        whichever device holds the logits; the arithmetic stays on that device (copying a
+        batch of vocabulary-wide rows to the CPU each token cost more than the model's step).
         """
         t, top_p = self.sampling.temperature, self.sampling.top_p
         if t == 0:
@@ -243,6 +243,7 @@ class TransformersPolicy:
             probs = probs.masked_fill(drop, 0.0)
         cdf = probs.double().cumsum(-1)
         u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in gens])
+        u = u.to(logits.device)
         pos = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
         pos = pos.clamp(max=logits.shape[-1] - 1)
         tok = pos if order is None else order.gather(1, pos[:, None])[:, 0]
