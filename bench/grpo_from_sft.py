@@ -27,6 +27,10 @@ leave. `--device` (default: cuda when present) places sampling, training and eva
     python bench/grpo_from_sft.py --device cuda --threads 16 --steps 4 --questions-per-step 8 \
         --micro-batch 8 --teacher-solvable 200 --probe-questions 48 --temperature 0.7 --lr 5e-4 \
         --eval both --eval-batch 128 --name h100   # bench/results/grpo_from_sft_h100.json
+    python bench/grpo_from_sft.py --device cuda --threads 16 --reward f1 --temperature 0.7 \
+        --steps 60 --questions-per-step 8 --group-size 8 --lr 3e-4 --format-penalty 0.1 \
+        --micro-batch 8 --probe-questions 80 --probe-samples 6 --teacher-solvable 343 \
+        --eval both --eval-batch 128 --budget-s 440 --name h100b   # 13 steps on an H100
 Writes bench/results/grpo_from_sft[_NAME].json; prints one line per step and, last, a JSON summary.
 """
 
@@ -91,6 +95,11 @@ def main() -> None:
         help="wall-clock budget of the whole run (0: off): the GRPO steps get what the start "
         "eval, the probe and a margin for the end eval (1.5x the start eval's time) leave",
     )
+    p.add_argument(
+        "--grounded-only",
+        action="store_true",
+        help="an answer not read in an observation earns no reward (no credit for recall)",
+    )
     p.add_argument("--questions-per-step", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
@@ -109,6 +118,12 @@ def main() -> None:
         help="torch device of sampling, training and eval",
     )
     p.add_argument("--eval-batch", type=int, default=32, help="held-out episodes sampled together")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=96,
+        help="tokens a turn may sample, in GRPO and in the eval (learn_agent's budget is 96)",
+    )
     p.add_argument("--index", default=ENV["index"], help="index name or built directory")
     p.add_argument(
         "--teacher-solvable",
@@ -133,10 +148,19 @@ def main() -> None:
         EnvConfig, {**ENV, "index": args.index, "max_turns": 4, "reward": args.reward}
     )
     slots = args.questions_per_step * args.group_size
-    runner = EnvRunner(data.tasks, env, max_new_tokens=96, max_context_tokens=2048, slots=slots)
+    runner = EnvRunner(
+        data.tasks, env, max_new_tokens=args.max_new_tokens, max_context_tokens=2048, slots=slots
+    )
     sets = {k: data.held[k] for k in args.eval_sets.split(",")}
     start_run = Path(args.start_run) if args.start_run else out / "eval-start"
-    run = functools.partial(held_out_run, sets=sets, env=env, device=device, batch=args.eval_batch)
+    run = functools.partial(
+        held_out_run,
+        sets=sets,
+        env=env,
+        device=device,
+        batch=args.eval_batch,
+        max_new_tokens=args.max_new_tokens,
+    )
     eval_s = 0.0
     if args.eval == "both":  # first: its time sizes the end eval's share of --budget-s
         t0 = time.perf_counter()
@@ -183,6 +207,7 @@ def main() -> None:
         lora_alpha=16,
         lr=args.lr,
         format_penalty=args.format_penalty,
+        grounded_only=args.grounded_only,
         steps=args.steps,
         questions_per_step=args.questions_per_step,
         group_size=args.group_size,
@@ -194,7 +219,7 @@ def main() -> None:
         dev_every=0,
         cpu=device == "cpu",
         resume=False,
-        max_new_tokens=96,
+        max_new_tokens=args.max_new_tokens,
         max_context_tokens=2048,
     )
     deadline_s = args.deadline_s
@@ -205,7 +230,15 @@ def main() -> None:
     t0 = time.perf_counter()
     result = grpo_within(cfg, candidates, sampler, start.prior, deadline_s)
     grpo_s = time.perf_counter() - t0
-    keys = ("solve_rate", "reward", "adv_nonzero_share", "adv_std", "grad_norm", "loss")
+    keys = (
+        "solve_rate",
+        "reward",
+        "grounded_share",
+        "adv_nonzero_share",
+        "adv_std",
+        "grad_norm",
+        "loss",
+    )
     for r in result.history:
         print(
             f"step {r['step']}: "
@@ -278,7 +311,14 @@ def teacher_solvable(
 
 
 def held_out_run(
-    policy_dir: str, sets: dict, *, env: EnvConfig, where: Path, device: str, batch: int
+    policy_dir: str,
+    sets: dict,
+    *,
+    env: EnvConfig,
+    where: Path,
+    device: str,
+    batch: int,
+    max_new_tokens: int = 96,
 ) -> None:
     """Greedy episodes on the held-out sets, written by the harness behind `wikisim eval --policy DIR`."""
     from agent.eval.harness import EvalConfig, evaluate
@@ -302,7 +342,7 @@ def held_out_run(
             "tasks": str(tasks),
             "envs": batch,
             "batch_size": batch,
-            "max_new_tokens": 96,
+            "max_new_tokens": max_new_tokens,
             "max_context_tokens": 2048,
         },
     )

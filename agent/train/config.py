@@ -141,6 +141,8 @@ class GRPOConfig(TrainConfig):
     format_penalty: float = (
         0.0  # subtracted from the reward of rollouts without a well-formed answer
     )
+    grounded_only: bool = False  # an answer not read in an observation earns no reward: on a small
+    # training set GRPO otherwise learns to recall its answers and stop searching
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k

@@ -43,6 +43,7 @@ from agent.train.losses import (
     policy_gradient_loss,
     std_normalized_advantages,
 )
+from agent.train.sft import answer_observed
 from wikisim.errors import ConfigError
 
 # sampler(model, task_ids, n_per_task, seed, temperature) -> n_per_task contiguous trajectories per id
@@ -58,6 +59,7 @@ CURVES = (
     "turns",
     "tool_calls",
     "truncated_share",
+    "grounded_share",
     "adv_std",
     "grad_norm",
     "loss",
@@ -84,6 +86,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "tool_calls": float(sum(len(u.tool_calls) for t in trajs for u in t.turns)),
         "truncated_share": float(sum(t.truncated for t in trajs)),
         "answered_share": float(sum(t.answer is not None for t in trajs)),
+        "grounded_share": float(sum(map(answer_observed, trajs))),
     }
 
 
@@ -92,6 +95,8 @@ def advantages_for(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, include) of contiguous groups of `cfg.group_size` rollouts."""
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
+    if cfg.grounded_only:
+        rewards = rewards * torch.tensor([answer_observed(t) for t in trajs], dtype=torch.float32)
     if cfg.format_penalty:
         rewards = apply_format_penalty(
             rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from test_sft import make_traj
@@ -59,6 +61,21 @@ def test_advantages_and_conservative_exclusion(tok, tmp_path):
     )
     # the truncated rollout has no answer: reward -1, so the others' baseline drops by 1/3
     assert pen[3].item() == pytest.approx(-1 - 1 / 3)
+
+
+def test_grounded_only_gives_no_reward_to_an_answer_never_observed(tok, tmp_path):
+    trajs = group(tok, [1.0, 1.0, 0.0, 0.0])
+    first = trajs[1].turns[0]
+    unread = dataclasses.replace(first, observation="No results.")
+    trajs[1] = dataclasses.replace(trajs[1], turns=(unread, *trajs[1].turns[1:]))
+    stats = rollout_stats(trajs)
+    assert stats["grounded_share"] == 3.0  # sums; the step record divides by n
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    plain, _ = advantages_for(trajs, cfg)
+    gated, _ = advantages_for(trajs, dataclasses.replace(cfg, grounded_only=True))
+    assert torch.allclose(plain, torch.tensor([2 / 3, 2 / 3, -2 / 3, -2 / 3]))
+    # rewards 1, 0, 0, 0: the recalled answer now counts as a wrong one
+    assert torch.allclose(gated, torch.tensor([1, -1 / 3, -1 / 3, -1 / 3]))
 
 
 def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
