@@ -2,7 +2,7 @@
 host, and batched tensor ops on the model's device.
 
     nice -n 10 .venv/bin/python bench/decode.py [--policy data/models/smollm2-wikisim-lora] [--tasks 16]
-    python bench/decode.py --device cuda --threads 16 --tasks 36 --batch 36   # decode_cuda.json
+    python bench/decode.py --device cuda --threads 16 --tasks 36 --batch 36 --index sample-qa
 
 All run in this process on the same first turns (the bundled questions under the env's compact
 system prompt), the same model and seeds, at temperature 1: the loop that sampled each row with
@@ -62,9 +62,10 @@ class HostSamplingPolicy(TransformersPolicy):
         return tok.to(logits.device), lp
 
 
-def first_turns(policy: TransformersPolicy, n: int, max_new: int) -> list[TurnRequest]:
+def first_turns(policy: TransformersPolicy, n: int, max_new: int, index: str) -> list[TurnRequest]:
     tasks = load_tasks()
-    env = make_envs(1, EnvConfig(retriever="bm25s", prompt="compact", python=False), tasks=tasks)
+    cfg = EnvConfig(index=index, retriever="bm25s", prompt="compact", python=False)
+    env = make_envs(1, cfg, tasks=tasks)
     out = []
     for i, tid in enumerate(tasks.ids()[:n]):
         question, info = env[0].reset(seed=i, options={"task_id": tid})
@@ -117,6 +118,11 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu", help="torch device of the model")
+    p.add_argument(
+        "--index",
+        default=EnvConfig.index,
+        help="index name or built directory (any holding the sample)",
+    )
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from agent.rollout.models import load_local
@@ -125,7 +131,7 @@ def main() -> None:
     model.to(args.device)
     sampling = SamplingConfig(temperature=1.0, batch_size=args.batch)
     batched = TransformersPolicy(tok, model, name="batched", sampling=sampling)
-    reqs = first_turns(batched, args.tasks, args.max_new_tokens)
+    reqs = first_turns(batched, args.tasks, args.max_new_tokens, args.index)
     policies = {
         "row_loop": RowLoopPolicy(tok, model, name="row-loop", sampling=sampling),
         "host_sampling": HostSamplingPolicy(tok, model, name="host", sampling=sampling),
