@@ -147,7 +147,8 @@ def adapter_base(path: str | Path) -> Path:
 
 
 def save_adapter(model, out: Path) -> Path:
-    """A peft model's adapter alone, in fp16 (a few MB), naming the bundled SmolLM2 portably.
+    """A peft model's adapter alone, in fp16 (a few MB), naming the bundled SmolLM2 portably, the
+    same bytes from the same weights in any process.
 
     Written through a temporary folder so that a reader never sees half an adapter.
     """
@@ -164,6 +165,9 @@ def save_adapter(model, out: Path) -> Path:
     config = json.loads((tmp / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     if Path(config.get("base_model_name_or_path") or "").name == SMOLLM2_DIRNAME:
         config["base_model_name_or_path"] = SMOLLM2_BASE
+    if isinstance(config.get("target_modules"), list):  # peft writes a set: hash-seed order
+        config["target_modules"] = sorted(config["target_modules"])
+    (tmp / "README.md").unlink(missing_ok=True)  # peft's empty card, naming this machine's paths
     (tmp / ADAPTER_CONFIG).write_text(
         json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )

@@ -75,3 +75,29 @@ def test_generation_and_training_turn_cudnn_attention_off(start: str) -> None:
     else:
         make_accelerator(TrainConfig(cpu=True))
     assert not torch.backends.cuda.cudnn_sdp_enabled()
+
+
+SAVE_ADAPTER = """
+import sys
+from pathlib import Path
+from peft import LoraConfig, get_peft_model
+from agent.rollout.models import save_adapter, tiny_model
+_, model = tiny_model(0)
+model = get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules="all-linear"))
+save_adapter(model, Path(sys.argv[1]))
+"""
+
+
+def test_a_saved_adapter_is_the_same_bytes_under_any_hash_seed(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", SAVE_ADAPTER, str(out)], check=True, env=env)
+        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outs[0] == outs[1]
+    assert sorted(outs[0]) == ["adapter_config.json", "adapter_model.safetensors"]
