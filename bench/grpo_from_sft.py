@@ -1,4 +1,4 @@
-"""GRPO from the shipped SFT adapter (CPU or one GPU): pass-rate probe, curriculum, held-out EM start vs end.
+"""GRPO from a trained adapter, by default the shipped one (CPU or one GPU): pass-rate probe, curriculum, held-out EM start vs end.
 
 GRPO learns nothing on a question whose group is all right or all wrong (every leave-one-out
 advantage is 0); from a weak SFT policy that is most questions. So before training:
