@@ -2,9 +2,8 @@
 
 `ResearchTeacher` plays each task like a careful researcher would, with variety drawn from
 the turn's seed so that K attempts at one question give different trajectories: a search
-phrased one of several ways (the question, its content words or names, a page title the
-question names), visits with a stated goal, a search for the page an observation names (the
-next hop), further searches, and an answer once, and only once, the gold
+phrased one of several ways (the question, its content words, an evidence page's title),
+visits with a stated goal, further searches, and an answer once, and only once, the gold
 answer is written in an observation it has seen; the think quotes the sentence it read it
 in. Where the answer never shows up it answers the best span of what it read (usually
 wrong, so rejection sampling drops it). It knows the gold answer and the evidence pages
@@ -204,21 +203,21 @@ class ResearchTeacher:
         """Titles of evidence pages an observation named, that the question does not and that no
         search or visit has asked for yet: the next hop, found by reading rather than known."""
         read = [evidence_text(t) for t in seen]
-        asked = searched(seen) | {title_of(m.group(1)) for t in seen for m in _VISITED.finditer(t)}
+        visited = {title_of(m.group(1)) for text in seen for m in _VISITED.finditer(text)}
         return [
             t
             for t in dict.fromkeys(title_of(u) for u in task.evidence)
             if grounded_in(t, read)
             and not grounded_in(t, [question])
-            and t not in asked
+            and t not in searched(seen) | visited
             and not any(grounded_in(a, [t]) for a in task.answers)
         ]
 
     @staticmethod
     def _query(
-        task: Task, question: str, rng: random.Random, turn: int, done: Set[str] = frozenset()
+        task: Task, question: str, rng: random.Random, turn: int, searched: Set[str] = frozenset()
     ) -> str:
-        """A phrasing of the search not `done` yet; never one that names the answer (that would
+        """A phrasing of the search not `searched` yet; never one that names the answer (that would
         be a guess), and an evidence page's title only where the question names it (the teacher
         searches what it read; `_bridges` follows the pages observations name)."""
         options = [*_as_typed(question), keywords(question), keywords(question, 3), names(question)]
@@ -228,7 +227,7 @@ class ResearchTeacher:
             for q in dict.fromkeys(options)
             if q and not any(grounded_in(a, [q]) for a in task.answers)
         ] or [question]
-        options = [q for q in options if q not in done] or options
+        options = [q for q in options if q not in searched] or options
         return (
             options[rng.randrange(len(options))]
             if turn == 0
