@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 
 from agent.rollout.policies.scripted import STOPWORDS, best_span, observations
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
@@ -26,8 +26,6 @@ _URL = re.compile(r"https?://[^\s)\]>\"'<]+")
 _WORD = re.compile(r"[\w'-]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _VISITED = re.compile(r"The useful information in (\S+) for user goal")
-_SEARCHED = re.compile(r"(?:A Google search for|No results found for) '(.*?)'")
-_NAME = re.compile(r"(?:\b[A-Z][\w'-]*|\b\d[\w'-]*)(?:\s+(?:[A-Z][\w'-]*|\d[\w'-]*))*")
 
 SHORT_QUESTION_WORDS = 10
 SEARCH_THOUGHTS = (
@@ -40,10 +38,6 @@ VISIT_THOUGHTS = (
     "The page {title} should say more. Let me read it.",
     "Read {title} for the answer.",
     "{title} looks relevant; visit it.",
-)
-BRIDGE_THOUGHTS = (
-    "The result names {title}. Search for it next.",
-    "Next, look up {title}.",
 )
 RETRY_THOUGHTS = (
     "That did not give the answer. Try another search.",
@@ -90,22 +84,6 @@ def keywords(question: str, limit: int = 6) -> str:
     """The question's content words in order (a terse query, as people type them)."""
     words = [w for w in _WORD.findall(question) if w.lower() not in STOPWORDS]
     return " ".join(words[:limit]) or question
-
-
-def searched(seen: Sequence[str]) -> set[str]:
-    """The queries of the searches so far (their results' headers echo them)."""
-    return {m.group(1) for text in seen for m in _SEARCHED.finditer(text)}
-
-
-def names(question: str, limit: int = 6) -> str:
-    """The question's names (runs of capitalised words and numbers, a question word dropped):
-    what a search engine matches best, and what a student can copy from the question."""
-    spans = (
-        " ".join(w for w in m.group(0).split() if w.lower() not in STOPWORDS)
-        for m in _NAME.finditer(question)
-    )
-    words = " ".join(dict.fromkeys(s for s in spans if s)).split()
-    return " ".join(words[:limit])
 
 
 def _as_typed(question: str) -> tuple[str, ...]:
@@ -175,16 +153,11 @@ class ResearchTeacher:
                 "search", {"query": query}, think=rng.choice(SEARCH_THOUGHTS).format(what=what)
             )
         url = self._page_to_visit(task, seen, rng)
-        bridges = self._bridges(task, question, seen)
-        if url is not None and rng.random() < 0.8 and (url in task.evidence or not bridges):
+        if url is not None and rng.random() < 0.8:
             goal = rng.choice((*_as_typed(question), f"find {keywords(question)}"))
             think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
             return format_tool_call("visit", {"url": url, "goal": goal}, think=think)
-        if bridges:  # an evidence page an observation named: follow it, as a researcher would
-            title = rng.choice(bridges)
-            think = rng.choice(BRIDGE_THOUGHTS).format(title=title)
-            return format_tool_call("search", {"query": title}, think=think)
-        query = self._query(task, question, rng, request.turn, searched(seen))
+        query = self._query(task, question, rng, request.turn)
         return format_tool_call("search", {"query": query}, think=rng.choice(RETRY_THOUGHTS))
 
     def _found(self, task: Task, seen: Sequence[str]) -> tuple[str, str, str] | None:
@@ -199,35 +172,13 @@ class ResearchTeacher:
         return None
 
     @staticmethod
-    def _bridges(task: Task, question: str, seen: Sequence[str]) -> list[str]:
-        """Titles of evidence pages an observation named, that the question does not and that no
-        search or visit has asked for yet: the next hop, found by reading rather than known."""
-        read = [evidence_text(t) for t in seen]
-        visited = {title_of(m.group(1)) for text in seen for m in _VISITED.finditer(text)}
-        return [
-            t
-            for t in dict.fromkeys(title_of(u) for u in task.evidence)
-            if grounded_in(t, read)
-            and not grounded_in(t, [question])
-            and t not in searched(seen) | visited
-            and not any(grounded_in(a, [t]) for a in task.answers)
+    def _query(task: Task, question: str, rng: random.Random, turn: int) -> str:
+        """A phrasing of the search; never one that names the answer (that would be a guess)."""
+        options = [*_as_typed(question), keywords(question), keywords(question, 3)]
+        options += [title_of(u) for u in task.evidence]
+        options = [q for q in options if not any(grounded_in(a, [q]) for a in task.answers)] or [
+            question
         ]
-
-    @staticmethod
-    def _query(
-        task: Task, question: str, rng: random.Random, turn: int, searched: Set[str] = frozenset()
-    ) -> str:
-        """A phrasing of the search not `searched` yet; never one that names the answer (that would
-        be a guess), and an evidence page's title only where the question names it (the teacher
-        searches what it read; `_bridges` follows the pages observations name)."""
-        options = [*_as_typed(question), keywords(question), keywords(question, 3), names(question)]
-        options += [t for t in (title_of(u) for u in task.evidence) if grounded_in(t, [question])]
-        options = [
-            q
-            for q in dict.fromkeys(options)
-            if q and not any(grounded_in(a, [q]) for a in task.answers)
-        ] or [question]
-        options = [q for q in options if q not in searched] or options
         return (
             options[rng.randrange(len(options))]
             if turn == 0
