@@ -5,7 +5,9 @@ For each N, a dump of N pages is made by replicating the bundled sample's real a
 stage runs in a process of its own, so its peak resident memory is its own (read from
 the kernel's rusage of that process when it exits):
 
-    parse       read_pages over the XML (one worker), pages pickled to a scratch file
+    parse       read_pages over the XML (--parse-workers processes, default 1; CPU seconds
+                sum them), pages pickled to a scratch file; the dump is deleted once
+                parsed (--keep-dump keeps it), being as large as the pages' store
     page_store  the pickled pages into pages.sqlite (PageStoreWriter)
     passages    pages.sqlite -> split_page -> passages.sqlite (spans of the page text)
     bm25s       the streamed two-pass bm25s build
@@ -81,12 +83,12 @@ def _size_mb(path: Path) -> float:
 # --- stages (each runs in its own process: `scale.py --stage NAME --work DIR`) --------------------
 
 
-def stage_parse(work: Path) -> dict[str, Any]:
+def stage_parse(work: Path, workers: int) -> dict[str, Any]:
     from wikisim.corpus import Page, read_pages
 
     pages = words = chars = 0
     with open(work / "parsed.pickle", "wb") as f:
-        for item in read_pages([work / "dump.xml"]):
+        for item in read_pages([work / "dump.xml"], workers=workers):
             pickle.dump(item, f, protocol=pickle.HIGHEST_PROTOCOL)
             if isinstance(item, Page):
                 pages += 1
@@ -97,6 +99,7 @@ def stage_parse(work: Path) -> dict[str, Any]:
         "pages": pages,
         "words": words,
         "text_mb": chars / 1e6,
+        "workers": workers,
     }
 
 
@@ -336,10 +339,13 @@ def stage_search(work: Path) -> dict[str, Any]:
     return out
 
 
-def run_stage(name: str, work: Path) -> None:
+def run_stage(name: str, work: Path, parse_workers: int) -> None:
     """Inside the stage's own process: run it, print its record as one JSON line."""
     t0 = time.perf_counter()
-    result = globals()[f"stage_{name}"](work)
+    if name == "parse":
+        result = stage_parse(work, parse_workers)
+    else:
+        result = globals()[f"stage_{name}"](work)
     result["seconds"] = time.perf_counter() - t0
     print(json.dumps(result))
 
@@ -347,13 +353,18 @@ def run_stage(name: str, work: Path) -> None:
 # --- driver -----------------------------------------------------------------------------------------
 
 
-def measure(name: str, work: Path) -> dict[str, Any]:
-    """Run a stage in a child process; its record plus its peak RSS (and its children's)."""
+def measure(name: str, work: Path, parse_workers: int = 1) -> dict[str, Any]:
+    """Run a stage in a child process; its record plus its peak RSS (the largest of it and its
+    children: a parse worker's, with several)."""
     record = work / f"{name}.json"
     if record.is_file():
         return json.loads(record.read_text(encoding="utf-8"))
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--stage", name, "--work", str(work)],
+        [
+            sys.executable,
+            __file__,
+            *("--stage", name, "--work", str(work), "--parse-workers", str(parse_workers)),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -511,11 +522,20 @@ def main() -> None:
         action="store_true",
         help="run nothing: tabulate the stages already measured under OUT/work",
     )
+    ap.add_argument(
+        "--parse-workers",
+        type=int,
+        default=1,
+        help="processes the parse stage runs (its CPU seconds are their sum)",
+    )
+    ap.add_argument(
+        "--keep-dump", action="store_true", help="keep OUT/work/N/dump.xml once it is parsed"
+    )
     ap.add_argument("--stage", help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.stage:
-        run_stage(args.stage, args.work)
+        run_stage(args.stage, args.work, args.parse_workers)
         return
     from replicate import load_pool, replicated, write_dump
 
@@ -526,7 +546,8 @@ def main() -> None:
     for n in sizes:
         work = args.out / "work" / str(n)
         work.mkdir(parents=True, exist_ok=True)
-        if not (work / "dump.xml").is_file() and not args.report_only:
+        to_parse = "parse" in wanted and not (work / "parse.json").is_file()
+        if to_parse and not (work / "dump.xml").is_file() and not args.report_only:
             write_dump(replicated(pool, n), work / "dump.xml.part")
             (work / "dump.xml.part").replace(work / "dump.xml")
         records[n] = {}
@@ -538,7 +559,9 @@ def main() -> None:
                     )
                 continue
             t0 = time.perf_counter()
-            records[n][name] = measure(name, work)
+            records[n][name] = measure(name, work, args.parse_workers)
+            if name == "parse" and not args.keep_dump:
+                (work / "dump.xml").unlink(missing_ok=True)
             r = records[n][name]
             print(
                 f"{n:>8} pages  {name:<10} {r['seconds']:8.1f}s  {r['peak_rss_mb']:8.0f} MB RSS  "
