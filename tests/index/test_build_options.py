@@ -68,6 +68,22 @@ def _segments(path: Path) -> int:
     return len(list(path.glob("*.si")))
 
 
+def test_lucene_threads_change_speed_not_results(sample_index: Path, tmp_path) -> None:
+    """`wikisim build --workers N` indexes with N of Anserini's threads: docids and segments
+    follow the threads, while records and rankings (ties broken by docid string) do not."""
+    store = PassageStore(sample_index / layout.PASSAGES)
+    passages = list(itertools.islice(store, 3000))
+    one = build_lucene(passages, tmp_path / "one")
+    two = build_lucene(passages, tmp_path / "two", threads=2)
+    assert one == two
+    qa = json.loads((QA_DIR / "musique-train-100.json").read_text(encoding="utf-8"))
+    queries = [q["question"] for q in qa[:40]] + ["the", "of the", "war"]
+    a, b = (LuceneRetriever(tmp_path / n, store) for n in ("one", "two"))
+    assert a.ranked(queries, 50) == b.ranked(queries, 50)
+    with pytest.raises(ConfigError, match="threads"):
+        build_lucene(passages, tmp_path / "none", threads=0)
+
+
 def test_lucene_buffer_changes_segments_not_results(sample_index: Path, tmp_path) -> None:
     store = PassageStore(sample_index / layout.PASSAGES)
     passages = list(itertools.islice(store, 1500))

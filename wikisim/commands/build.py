@@ -21,7 +21,9 @@ class BuildOptions:
         required=True,
     )
     out: str = option("", "index directory to create (or replace)", required=True)
-    workers: int = option(1, "parser processes (output is the same for any N)")
+    workers: int = option(
+        1, "parser processes and Lucene indexing threads (output is the same for any N)"
+    )
     dense: bool = option(True, "dense vectors (and so hybrid); --no-dense skips them")
     lucene: bool = option(True, "the Lucene index (needs a JVM); --no-lucene skips it")
     bm25s: bool | None = option(

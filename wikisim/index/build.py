@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -223,7 +224,7 @@ def _bm25s_stage(tmp: Path, params: BuildParams, progress: bool) -> dict[str, An
     }
 
 
-def _lucene_stage(tmp: Path, progress: bool, buffer_mb: int) -> dict[str, Any]:
+def _lucene_stage(tmp: Path, progress: bool, buffer_mb: int, threads: int) -> dict[str, Any]:
     from wikisim.index.sparse_lucene import build_lucene
 
     return _index_stage(
@@ -233,6 +234,7 @@ def _lucene_stage(tmp: Path, progress: bool, buffer_mb: int) -> dict[str, Any]:
             tqdm(store, desc="lucene", unit=" passage", total=len(store), disable=not progress),
             part,
             buffer_mb=buffer_mb,
+            threads=threads,
         ),
     )
 
@@ -342,7 +344,8 @@ def build(
     (a local one of `workers` CPUs when None); the result is the same as engine="local".
     `bm25s=None` builds bm25s unless the corpus is past the limit where the hybrid fuses
     Lucene (`bm25s_skipped`). `lucene_buffer_mb` caps Lucene's indexing buffer (None:
-    `LUCENE_BUFFER_MB`); like `workers`, it changes memory and speed, never the result.
+    `LUCENE_BUFFER_MB`); like `workers` (also Lucene's indexing threads, up to this machine's
+    CPUs), it changes memory and speed, never the result.
 
     Raises:
         CorpusError: an input is missing, of an unknown format, truncated or broken; the
@@ -357,6 +360,7 @@ def build(
     from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB, check_buffer_mb
 
     buffer_mb = check_buffer_mb(LUCENE_BUFFER_MB if lucene_buffer_mb is None else lucene_buffer_mb)
+    lucene_threads = min(workers, os.cpu_count() or 1)  # Lucene indexes on this machine
     if engine not in ("local", "ray"):
         raise ConfigError(f"engine must be 'local' or 'ray', got {engine!r}")
     run_on = Engine(engine, ray_address)
@@ -393,7 +397,7 @@ def build(
     else:
         not_built["bm25s"] = why
     if lucene:
-        stages.append(("lucene", lambda: _lucene_stage(tmp, progress, buffer_mb)))
+        stages.append(("lucene", lambda: _lucene_stage(tmp, progress, buffer_mb, lucene_threads)))
     if dense:
         stages.append(("dense", lambda: _dense_stage(tmp, params, progress, run_on)))
     indexes, index_timings = _run_stages(stages[1:], tmp, done)

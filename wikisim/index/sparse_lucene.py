@@ -80,15 +80,20 @@ def _cap_buffer(indexer: Any, buffer_mb: int) -> None:
 
 
 def build_lucene(
-    passages: Iterable[Passage], out: Path, buffer_mb: int = LUCENE_BUFFER_MB
+    passages: Iterable[Passage], out: Path, buffer_mb: int = LUCENE_BUFFER_MB, threads: int = 1
 ) -> dict[str, Any]:
-    """Index passages into `out` (one thread: Lucene's doc order then follows row order),
-    holding at most `buffer_mb` of them in the JVM's heap before flushing a segment."""
+    """Index passages into `out` with `threads` indexing threads (Anserini's), holding at most
+    `buffer_mb` of them in the JVM's heap before flushing a segment.
+
+    Threads change Lucene's doc order and segments, never a result: BM25's statistics are the
+    whole index's and ties are broken by docid string (Anserini's sort, `lucene_topk`)."""
     check_buffer_mb(buffer_mb)
+    if not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"Lucene indexing threads must be an integer >= 1, got {threads!r}")
     indexer_mod = pyserini_module("index.lucene")
     _check_heap(buffer_mb)
     indexer = indexer_mod.LuceneIndexer(
-        args=["-index", str(out), "-storeRaw", "-storeDocvectors"], threads=1
+        args=["-index", str(out), "-storeRaw", "-storeDocvectors"], threads=threads
     )
     _cap_buffer(indexer, buffer_mb)
     digest = hashlib.sha256(b"lucene JsonCollection storeRaw storeDocvectors default-analyzer\n")
