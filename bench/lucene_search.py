@@ -75,7 +75,7 @@ def _terms(retriever: LuceneRetriever, question: str) -> int:
     return jnius.cast("org.apache.lucene.search.BooleanQuery", query).clauses().size()
 
 
-def _paths(path: Path, store: PassageStore) -> tuple[LuceneRetriever, dict[str, Any]]:
+def _paths(path: Path, store: PassageStore | None) -> tuple[LuceneRetriever, dict[str, Any]]:
     retriever = LuceneRetriever(path, store)
 
     def old(q: str, n: int) -> list:
@@ -92,10 +92,13 @@ def _paths(path: Path, store: PassageStore) -> tuple[LuceneRetriever, dict[str, 
     }
 
 
-def measure(indexes: dict[str, Path], store: PassageStore, warm_passes: int) -> dict[str, Any]:
+def measure(
+    indexes: dict[str, Path], store: PassageStore | None, warm_passes: int
+) -> dict[str, Any]:
     """Every path of every index, interleaved question by question (in alternating order), so
     that the machine's load, which moves CPU time too, falls on all of them alike; and the
-    CPU the process's other threads spent meanwhile, a call."""
+    CPU the process's other threads spent meanwhile, a call. Without a store, the search
+    path's hits come from the documents Lucene stores (what `LuceneRetriever` does then)."""
     queries, warm = _queries()
     opened = {label: _paths(path, store) for label, path in indexes.items()}
     lengths = np.array([_terms(next(iter(opened.values()))[0], q) for q in queries])
