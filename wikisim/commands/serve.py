@@ -23,6 +23,8 @@ from wikisim.flags import add_config_arguments, config_from_args, option
 from wikisim.index.base import DEFAULT_RETRIEVER, RetrieverName
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from wikisim.backends.wiki import WikiBackend
     from wikisim.integrations.server import ServerLimits
 
@@ -85,24 +87,34 @@ def _serve(
     backend: WikiBackend | None = None,
 ) -> None:
     """Load the index (unless given) and answer on `sock` until SIGTERM/SIGINT."""
+    if backend is None:
+        backend = _load(args)
+    http_server(backend, limits).run(sockets=[sock])
+
+
+def http_server(backend: WikiBackend, limits: ServerLimits) -> uvicorn.Server:
+    """uvicorn serving `backend`: httptools when installed (about twice the requests/s of h11),
+    on the asyncio loop, not uvloop.
+
+    Why not uvloop: under load it accepts one waiting connection per pass of the loop, and a
+    pass runs every ready request's backend call, so of 64 clients that connect together the
+    last waited seconds while the first were answered hundreds of times (p99 4.5 s over a
+    50k-page index, 0.5 s on asyncio). asyncio accepts every waiting connection at once and
+    answers in arrival order, for ~12% fewer requests/s of a handler that does nothing."""
     import uvicorn
 
     from wikisim.integrations.server import create_app
 
-    if backend is None:
-        backend = _load(args)
-    # "auto": httptools and uvloop when installed (about twice the requests/s of h11 and asyncio;
-    # uvloop also sends a response's head and body in one write)
     config = uvicorn.Config(
         create_app(backend, limits),
         log_level="warning",
         access_log=False,
         http="auto",
-        loop="auto",
+        loop="asyncio",
         lifespan="off",
         timeout_keep_alive=30,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    return uvicorn.Server(config)
 
 
 def _prefork(args: ServeOptions, socks: list[socket.socket], limits: ServerLimits) -> None:
