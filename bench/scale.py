@@ -56,6 +56,7 @@ STAGES = ("parse", "page_store", "passages", "bm25s", "lucene", "dense", "synth"
 BUILD_STAGES = ("parse", "page_store", "passages", "bm25s", "lucene", "dense")
 DENSE_SAMPLE = 1024  # passages encoded for the rate (the rest of the vectors derive from them)
 QUERIES = 200
+INDEX_FIT_FROM_PAGES = 10_000  # the dense index's time exponent is fitted from here up
 WARM_QUERIES = 100
 # Full-dump sizes the projections scale to, in words of article text (what every stage reads):
 # enwiki ~4.5e9 words (Wikipedia:Size of Wikipedia, 2024-25); wiki-18 21,015,324 passages x 100.
@@ -397,7 +398,9 @@ def _dense_projection(d: dict[str, Any], passages: float, gpu_rate: float | None
     """Dense at `passages`: encoding from the measured rate, the index from its own fit.
 
     The index's CPU time (the stage's less the sample's encoding) is fitted against the
-    passage count (IVF grows faster than linearly: nlist ~ sqrt(n)); its memory is what
+    passage count over the runs of at least INDEX_FIT_FROM_PAGES pages (small runs are mostly
+    fixed costs; an IVF index with a flat quantizer grows faster than linearly, nlist ~
+    sqrt(n)); its memory is what
     the stage held besides the index at the largest N plus the index itself, which faiss
     keeps in RAM while it adds vectors.
     """
@@ -408,7 +411,9 @@ def _dense_projection(d: dict[str, Any], passages: float, gpu_rate: float | None
             d["seconds"], d["encode_sample"], d["encode_passages_per_s_1core"], strict=True
         )
     ]
-    te = max(1.0, exponent(docs, index_s) or 1.0)
+    big = [i for i, p in enumerate(d["pages"]) if p >= INDEX_FIT_FROM_PAGES]
+    big = big if len(big) >= 2 else list(range(len(docs)))
+    te = max(1.0, exponent([docs[i] for i in big], [index_s[i] for i in big]) or 1.0)
     index_gb = d["index_mb"][-1] * passages / docs[-1] / 1000
     rate = d["encode_passages_per_s_1core"][-1]
     return {
