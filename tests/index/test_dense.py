@@ -111,3 +111,27 @@ def test_a_killed_encode_resumes_at_its_first_missing_shard(tmp_path, monkeypatc
     dense.write_shards(tmp_path, 20, 6, vectors)
     assert asked == [(8, 12), (12, 16), (16, 20)]  # the finished shard is not encoded again
     assert np.array_equal(np.concatenate(dense.read_shards(tmp_path)), full)
+
+
+@pytest.mark.parametrize("kind", ["ivf", "ivfsq", "ivfpq"])
+def test_ivf_builds_are_the_same_bytes_on_any_number_of_threads(tmp_path, kind: str) -> None:
+    import faiss
+
+    from wikisim.index.dense import build_from_shards, write_shards
+
+    def vectors(start: int, stop: int) -> np.ndarray:
+        v = np.random.default_rng(start).normal(size=(stop - start, 64)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    write_shards(tmp_path / "shards", 30_000, 64, vectors)
+    before = faiss.omp_get_max_threads()
+    records = []
+    try:
+        for threads in (1, 4):
+            faiss.omp_set_num_threads(threads)
+            (tmp_path / str(threads)).mkdir()
+            records.append(build_from_shards(tmp_path / "shards", tmp_path / str(threads), kind))
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert records[0]["kind"] == kind and records[0]["nlist"] > 100
+    assert records[0] == records[1]  # the sha256 of the index file, nprobe and recall included

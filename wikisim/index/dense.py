@@ -243,9 +243,12 @@ def build_from_shards(shards: Path, out: Path, kind: str = "auto") -> dict[str, 
     n, dim = sum(len(p) for p in parts), parts[0].shape[1]
     kind = _choose(kind, n)
     index = _make_index(kind, dim, n)
-    # One thread: HNSW insertion order (and so its graph) would otherwise vary run to run.
+    # HNSW on one thread: its insertion order (and so its graph) would otherwise vary run to
+    # run. IVF kinds take every thread and give the same bytes (k-means sums each centroid's
+    # rows, and the lists take their vectors, in row order whatever the threads; tested).
     threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
+    if kind == "hnsw":
+        faiss.omp_set_num_threads(1)
     try:
         extra: dict[str, Any] = {}
         if kind.startswith("ivf"):
