@@ -20,7 +20,10 @@ log-log slope against passages.
 
     .venv/bin/wikisim build --out /tmp/real --no-dense --no-bm25s data/dumps/enwiki-2014-sample.xml.bz2 \
         WIKIEXTRACTOR_FILES... ../shared/data/2wiki-corpus-6119.json data/qa/*-corpus.json
-    nice -n 10 .venv/bin/python bench/lucene_growth.py --index /tmp/real --out bench/results/lucene-growth
+    nice -n 10 .venv/bin/python bench/lucene_growth.py --index /tmp/real --out /tmp/lucene-growth
+
+(OUT/lucene-growth.{json,png}, the indexes under OUT/work; the committed copies are in
+bench/results/scale/.)
 """
 
 from __future__ import annotations
