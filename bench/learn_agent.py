@@ -7,9 +7,11 @@ The real model the package ships, its own tokenizer and chat template, the real 
      correct, well-formed, distinct trajectories whose answer was observed are kept;
   3. SFT (LoRA) on them, then GRPO from the SFT adapter, both exactly as `wikisim train sft|grpo`
      run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`); GRPO trains on the
-     questions the SFT policy sometimes solves (its pass rates, probed on `--probe-questions`
-     training questions, are the curriculum's prior: a group with equal rewards has no
-     advantage) with the env's F1 reward (partial credit; `--grpo-reward em` for exact match);
+     training questions the teacher answered from an observation, starting on those the SFT
+     policy sometimes solves (its pass rates, probed on `--probe-questions` of them, are the
+     curriculum's prior: a group with equal rewards has no advantage), with the env's F1 reward
+     (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
+     observation (`--no-grounded-only` pays recall too), at temperature 0.7;
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
      the scripted `search-answer` floor on the same questions and env options.
 Training questions: the synthesized train split (read at run time, so regenerated files are
@@ -21,6 +23,10 @@ compact system prompt (same turn format); the paper's defaults are otherwise unc
 
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, <= 15 min on 2 cores
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget
+    for s in 0 1 2; do                                       # or side by side on one GPU, merged
+      python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 450 \
+        --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --name gpu_s$s &
+    done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
 
 Output: a table per held-out set (stage x EM, F1, pass@1 with 95% intervals over tasks, search and
 visit calls, grounded share, tokens per episode), per-stage wall times, bench/results/learn_agent[_quick]
@@ -151,6 +157,7 @@ class Bench:
             slots=args.questions_per_step * args.group_size,
         )
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
+        self.gpu_peak_mb: dict[str, dict[str, float]] = {}  # stage -> peak allocated / reserved
         self.held_file = self.out / "heldout.jsonl"
         self.out.mkdir(parents=True, exist_ok=True)
         self.held_file.write_text(
@@ -186,7 +193,18 @@ class Bench:
                     [t.metrics.get("em", 0.0) for t in mine], [t.task_id for t in mine]
                 )
                 out[held]["pass@1"], out[held]["pass@1_ci95"] = p1.mean, [p1.low, p1.high]
+        self.gpu_peak(f"eval {name}")
         return out
+
+    def gpu_peak(self, stage: str) -> None:
+        """Record the GPU memory peak since the last stage (seeds share one GPU side by side: a
+        stage that holds far more than its tensors need shows up here, not as another's OOM)."""
+        if self.device.startswith("cuda"):
+            self.gpu_peak_mb[stage] = {
+                "allocated": torch.cuda.max_memory_allocated() / 2**20,
+                "reserved": torch.cuda.max_memory_reserved() / 2**20,
+            }
+            torch.cuda.reset_peak_memory_stats()
 
     def _run(self, policy, name: str, policy_dir: str | None, samples: int = 0) -> list[Trajectory]:
         """The harness behind `wikisim eval --policy DIR --tasks heldout.jsonl` with the bench's env options."""
@@ -214,7 +232,15 @@ class Bench:
         )
         return trajs
 
-    def probe(self, seed: int, sampler, sft_dir: str, temperature: float, res: dict) -> ProbeStart:
+    def probe(
+        self,
+        seed: int,
+        sampler,
+        candidates: list[str],
+        sft_dir: str,
+        temperature: float,
+        res: dict,
+    ) -> ProbeStart:
         """Where GRPO starts: the training questions the SFT policy solved sometimes but not always
         (a group with equal rewards has no advantage), by `agent.train.grpo.probe_start`."""
         a = self.args
@@ -223,7 +249,7 @@ class Bench:
         start = probe_start(
             sampler,
             model.to(self.device),
-            self.data.train,
+            candidates,
             questions=a.probe_questions,
             samples=a.probe_samples,
             seed=seed,
@@ -273,6 +299,7 @@ class Bench:
         sft = train_sft(scfg, kept)
         res["sft_losses"] = sft.losses
         res["time_s"]["sft"] = time.perf_counter() - t0
+        self.gpu_peak("sft")
         sft_dir = str(Path(sft.final_dir).parent / "adapter")
         t_eval = time.perf_counter()
         res["sft"] = self.evaluate("sft", sft.final_dir)
@@ -286,6 +313,9 @@ class Bench:
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
             lr=a.grpo_lr,
+            temperature=a.grpo_temperature,
+            format_penalty=a.format_penalty,
+            grounded_only=a.grounded_only,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -308,8 +338,12 @@ class Bench:
                 slots=a.questions_per_step * a.group_size,
             )
         sampler = runner.sampler(tok)
-        start = self.probe(seed, sampler, sft.final_dir, gcfg.temperature, res)
-        train_ids, prior = self.data.train, start.prior
+        # GRPO's candidates: the training questions the teacher answered from an observation
+        # (the rest are out of reach in the turn budget: they can only teach recall)
+        train_ids = [q for q in questions if report.kept.get(q)]
+        res["grpo_candidates"] = len(train_ids)
+        start = self.probe(seed, sampler, train_ids, sft.final_dir, gcfg.temperature, res)
+        prior = start.prior
         if prior:  # start on the questions the SFT policy sometimes solves
             gcfg = dataclasses.replace(
                 gcfg,
@@ -329,6 +363,7 @@ class Bench:
             res["grpo_steps_fitted"] = gcfg.steps
         g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior)
         res["time_s"]["grpo"] = time.perf_counter() - t0
+        self.gpu_peak("grpo")
         res["grpo_curve"] = [
             {k: r[k] for k in GRPO_CURVE if k in r}
             for r in read_metrics(out / "grpo" / "metrics.jsonl")
@@ -339,6 +374,7 @@ class Bench:
             "grpo": g.final_dir,
             "grpo_adapter": str(Path(g.final_dir).parent / "adapter"),
         }
+        res["gpu_peak_mb"] = dict(self.gpu_peak_mb)
         return res
 
 
@@ -480,13 +516,29 @@ def main() -> None:
     p.add_argument("--sft-batch", type=int, default=None)
     p.add_argument("--sft-lr", type=float, default=1e-3)
     p.add_argument("--grpo-steps", type=int, default=None)
-    p.add_argument("--grpo-lr", type=float, default=2e-4)
+    p.add_argument("--grpo-lr", type=float, default=3e-4)
+    p.add_argument(
+        "--grpo-temperature", type=float, default=0.7, help="GRPO's sampling temperature"
+    )
+    p.add_argument(
+        "--format-penalty",
+        type=float,
+        default=0.1,
+        help="subtracted from the GRPO reward of rollouts without a well-formed answer",
+    )
+    p.add_argument(
+        "--grounded-only",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="GRPO pays no reward for an answer never read in an observation "
+        "(on few training questions GRPO otherwise learns to recall them and stops searching)",
+    )
     p.add_argument("--questions-per-step", type=int, default=None)
     p.add_argument(
         "--probe-questions",
         type=int,
         default=None,
-        help="training questions whose SFT pass rate is probed before GRPO (0 = all)",
+        help="teacher-solved training questions whose SFT pass rate is probed before GRPO (0 = all)",
     )
     p.add_argument("--probe-samples", type=int, default=4, help="episodes per probed question")
     p.add_argument(
@@ -519,6 +571,13 @@ def main() -> None:
         help="wall-clock budget of one seed's process: GRPO runs as "
         "many of --grpo-steps as fit (0: all of them)",
     )
+    p.add_argument(
+        "--gpu-memory-fraction",
+        type=float,
+        default=0.0,
+        help="cap this process's share of the GPU (seeds run side by side: 0.3 each); "
+        "past it the allocator frees its cache before failing (0: no cap)",
+    )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
         "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
@@ -550,7 +609,7 @@ def main() -> None:
         "sft_batch": 16,
         "grpo_steps": 40,
         "questions_per_step": 8,
-        "probe_questions": 64,
+        "probe_questions": 96,
         "group_size": 8,
         "dev_every": 10,
         "dev_per_set": 6,
@@ -562,6 +621,8 @@ def main() -> None:
         if getattr(args, k) is None:
             setattr(args, k, v)
     torch.set_num_threads(args.threads)
+    if args.gpu_memory_fraction and args.device.startswith("cuda"):
+        torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, args.device)
     name = args.name or ("learn_agent_quick" if args.quick else "learn_agent")
     if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
         parts = [json.loads(Path(f).read_text()) for f in args.combine]
