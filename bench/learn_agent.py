@@ -25,7 +25,8 @@ compact system prompt (same turn format); the paper's defaults are otherwise unc
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget
     for s in 0 1 2; do                                       # or side by side on one GPU, merged
       python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 450 \
-        --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --name gpu_s$s &
+        --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --name gpu_s$s \
+        $([ $s = 0 ] || echo --no-untrained) &             # one process evaluates the untrained model
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
 
 Output: a table per held-out set (stage x EM, F1, pass@1 with 95% intervals over tasks, search and
@@ -259,14 +260,16 @@ class Bench:
         res["time_s"]["probe"] = time.perf_counter() - t0
         return start
 
-    def seed(self, seed: int, untrained: dict) -> dict:
+    def seed(self, seed: int, untrained: dict | None) -> dict:
         a, out = self.args, self.out / f"seed{seed}"
         shutil.rmtree(out, ignore_errors=True)
         res: dict = {"seed": seed, "untrained": untrained, "time_s": {}}
         t0 = time.perf_counter()
         tok, _ = load_local(smollm2_dir())
         chat = ChatFormat(tok)
-        teacher = ResearchTeacher(self.data.tasks, chat, max_turns=a.max_turns)
+        teacher = ResearchTeacher(
+            self.data.tasks, chat, max_turns=a.max_turns, known_only=a.teacher == "research-known"
+        )
         questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
         kept, report = rejection_sample(
             self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
@@ -512,6 +515,12 @@ def main() -> None:
     )
     p.add_argument("--samples-per-question", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None, help="0 = --sft-epochs over the data")
+    p.add_argument(
+        "--teacher",
+        choices=("research", "research-known"),
+        default="research",
+        help="research-known searches only what a student can type (no unnamed evidence titles)",
+    )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)
     p.add_argument("--sft-lr", type=float, default=1e-3)
@@ -578,6 +587,13 @@ def main() -> None:
         help="cap this process's share of the GPU (seeds run side by side: 0.3 each); "
         "past it the allocator frees its cache before failing (0: no cap)",
     )
+    p.add_argument(
+        "--untrained",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="evaluate the untrained model (seeds side by side: one process does it, "
+        "--combine gives it to the others)",
+    )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
         "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
@@ -626,10 +642,18 @@ def main() -> None:
     name = args.name or ("learn_agent_quick" if args.quick else "learn_agent")
     if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
         parts = [json.loads(Path(f).read_text()) for f in args.combine]
+        runs = [r for p in parts for r in p["runs"]]
+        evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
+        if not evaluated:
+            raise SystemExit(
+                f"none of {args.combine} evaluated the untrained model: run one without --no-untrained"
+            )
+        for r in runs:  # the untrained model's eval is the same for every seed: one process ran it
+            r["untrained"] = r["untrained"] or evaluated[0]
         report(
             parts[0]["args"],
             parts[0]["baseline"],
-            [r for p in parts for r in p["runs"]],
+            runs,
             {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
             max(p["wall_s"] for p in parts),
             name,
@@ -644,13 +668,20 @@ def main() -> None:
     baseline = bench.evaluate("search-answer", None)
     times["search-answer"] = time.perf_counter() - t
     t = time.perf_counter()
-    untrained = bench.evaluate("untrained", str(smollm2_dir()))
+    untrained = bench.evaluate("untrained", str(smollm2_dir())) if args.untrained else None
     times["untrained"] = time.perf_counter() - t
     runs = []
     for seed in args.seeds:
         runs.append(bench.seed(seed, untrained))
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
         (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
+    if untrained is None:  # a part of a side-by-side run: --combine reports it with the others
+        for stage in ("rejection", "sft", "grpo"):
+            times[stage] = statistics.mean(r["time_s"][stage] for r in runs)
+        part = {**partial, "stage_wall_s": times, "wall_s": time.perf_counter() - t0}
+        (RESULTS / f"{name}.json").write_text(json.dumps(part, indent=1))
+        print(f"wrote {RESULTS / name}.json (no untrained eval): merge it with --combine")
+        return
     report(vars(args), baseline, runs, times, time.perf_counter() - t0, name)
 
 

@@ -128,10 +128,12 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
     tokenizer, _ = load_model(cfg)
     chat = ChatFormat(tokenizer)
     teacher: Policy
-    if cfg.teacher == "research":
+    if cfg.teacher in ("research", "research-known"):
         from agent.train.teachers import ResearchTeacher
 
-        teacher = ResearchTeacher(tasks, chat, max_turns=cfg.env.max_turns)
+        teacher = ResearchTeacher(
+            tasks, chat, max_turns=cfg.env.max_turns, known_only=cfg.teacher == "research-known"
+        )
     elif cfg.teacher in SCRIPTED:
         teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)
     else:

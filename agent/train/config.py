@@ -90,9 +90,8 @@ class TrainConfig:
 class SFTConfig(TrainConfig):
     """Rejection-sampled SFT: a teacher plays each question K times; correct trajectories are kept."""
 
-    teacher: str = (
-        "oracle"  # research (agent.train.teachers), oracle, search-answer, or any policy name
-    )
+    # research or research-known (agent.train.teachers, known_only), oracle, search-answer, or any policy name
+    teacher: str = "oracle"
     samples_per_question: int = 4  # K teacher episodes per training question
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
