@@ -638,7 +638,10 @@ def main() -> None:
             setattr(args, k, v)
     torch.set_num_threads(args.threads)
     if args.gpu_memory_fraction and args.device.startswith("cuda"):
-        torch.cuda.set_per_process_memory_fraction(args.gpu_memory_fraction, args.device)
+        # "cuda" names no index: None is the current device (torch rejects the bare name)
+        torch.cuda.set_per_process_memory_fraction(
+            args.gpu_memory_fraction, torch.device(args.device).index
+        )
     name = args.name or ("learn_agent_quick" if args.quick else "learn_agent")
     if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
         parts = [json.loads(Path(f).read_text()) for f in args.combine]
