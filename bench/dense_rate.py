@@ -31,18 +31,21 @@ from wikisim.index.passages import split_page
 from wikisim.paths import SAMPLE_DUMP
 
 
-def sample_texts(n: int) -> list[str]:
-    """N passage texts (what the index encodes), the sample's passages cycled in order.
-
-    Pages are parsed only until N passages are cut (parsing is slower than encoding on a GPU).
-    """
+def sample_passages(at_least: int | None = None) -> list[str]:
+    """The sample's passage texts as a build cuts them, in order: every one, or only the pages
+    needed for `at_least` of them (parsing is slower than encoding on a GPU)."""
     passages: list[str] = []
     for page in read_pages([SAMPLE_DUMP]):
         if isinstance(page, Page):
             passages += [p.contents for p in split_page(page, 150)]
-            if len(passages) >= n:
+            if at_least is not None and len(passages) >= at_least:
                 break
-    return list(islice(cycle(passages), n))
+    return passages
+
+
+def sample_texts(n: int) -> list[str]:
+    """N passage texts (what the index encodes), the sample's passages cycled in order."""
+    return list(islice(cycle(sample_passages(n)), n))
 
 
 def main() -> None:

@@ -70,17 +70,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="JSON file to write")
     args = ap.parse_args()
     if args.write_texts:
-        from wikisim.corpus import Page, read_pages
-        from wikisim.index.passages import split_page
-        from wikisim.paths import SAMPLE_DUMP
+        from bench.dense_rate import sample_passages  # the parser and faiss: not on the device
 
-        # the passages dense_rate.py cycles: every one the sample cuts, in order
-        texts = [
-            p.contents
-            for page in read_pages([SAMPLE_DUMP])
-            if isinstance(page, Page)
-            for p in split_page(page, 150)
-        ]
+        texts = sample_passages()  # the passages dense_rate.py cycles
         args.write_texts.write_text(json.dumps(texts), encoding="utf-8")
         print(f"wrote {len(texts)} passages to {args.write_texts}")
         return

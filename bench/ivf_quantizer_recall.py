@@ -24,7 +24,7 @@ import faiss
 import numpy as np
 
 from bench.ivf_quantizer import EF, _unit
-from wikisim.index.dense import HNSW_M, TRAIN_PER_LIST, _nlist
+from wikisim.index.dense import HNSW_M, TRAIN_PER_LIST, _exact_top, _nlist, _recall
 
 CHUNK = 262_144  # vectors generated and added at a time
 QUERIES, K = 200, 10
@@ -39,27 +39,12 @@ def _vectors(size: int, dim: int, seed: int) -> np.ndarray:
     return out
 
 
-def _exact(x: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Rows of the K best inner products per query, by brute force a chunk at a time."""
-    best_s = np.full((len(queries), K), -np.inf, dtype=np.float32)
-    best_r = np.full((len(queries), K), -1, dtype=np.int64)
-    for start in range(0, len(x), CHUNK):
-        scores = queries @ x[start : start + CHUNK].T
-        rows = np.broadcast_to(np.arange(start, start + scores.shape[1]), scores.shape)
-        s, r = np.concatenate([best_s, scores], 1), np.concatenate([best_r, rows], 1)
-        top = np.argsort(-s, axis=1, kind="stable")[:, :K]
-        best_s, best_r = np.take_along_axis(s, top, 1), np.take_along_axis(r, top, 1)
-    return best_r
-
-
 def measure(size: int, quantizers: list[str], dim: int, seed: int, nprobes: list[int]) -> dict:
     nlist = _nlist(size)
     x = _vectors(size, dim, seed)
     sample = x[np.linspace(0, size - 1, TRAIN_PER_LIST * nlist).astype(np.int64)]
     t0 = time.process_time()
-    kmeans = faiss.Kmeans(
-        dim, nlist, niter=5, seed=seed, spherical=True
-    )  # both quantizers share it
+    kmeans = faiss.Kmeans(dim, nlist, niter=5, seed=seed, spherical=True)  # shared by both
     kmeans.train(sample)
     centroids = kmeans.centroids
     assert centroids is not None
@@ -67,30 +52,33 @@ def measure(size: int, quantizers: list[str], dim: int, seed: int, nprobes: list
     rows = np.linspace(0, size - 2, QUERIES).astype(np.int64)
     queries = x[rows] + x[rows + 1]
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    exact = _exact(x, queries)
+    chunks = [x[start : start + CHUNK] for start in range(0, size, CHUNK)]  # views, no copies
+    exact = _exact_top(chunks, queries, K)
     for name in quantizers:
-        graph = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        quantizer: faiss.Index = graph if name == "hnsw" else faiss.IndexFlatIP(dim)
-        threads = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(1)  # a graph's shape would vary with the threads' insertion order
-        quantizer.add(centroids)
-        faiss.omp_set_num_threads(threads)
-        graph.hnsw.efSearch = EF
+        quantizer: faiss.Index
+        if name == "hnsw":
+            quantizer = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            threads = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(1)  # the graph's shape would vary with insertion order
+            quantizer.add(centroids)
+            faiss.omp_set_num_threads(threads)
+            quantizer.hnsw.efSearch = EF  # the depth it assigns vectors with
+        else:
+            quantizer = faiss.IndexFlatIP(dim)
+            quantizer.add(centroids)
         index = faiss.IndexIVFScalarQuantizer(
             quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )
         index.train(sample)  # the quantizer holds nlist centroids: only the 8-bit ranges train
         t0 = time.process_time()
-        for start in range(0, size, CHUNK):
-            index.add(x[start : start + CHUNK])
+        for chunk in chunks:
+            index.add(chunk)
         row[f"{name}_add_cpu_s"] = time.process_time() - t0
         for nprobe in nprobes:
             index.nprobe = nprobe
-            graph.hnsw.efSearch = max(EF, nprobe)
-            _, found = index.search(queries, K)
-            row[f"{name}_recall@10_nprobe{nprobe}"] = float(
-                np.mean([len(set(f) & set(e)) / K for f, e in zip(found, exact, strict=True)])
-            )
+            if isinstance(quantizer, faiss.IndexHNSWFlat):  # the graph's depth covers nprobe
+                quantizer.hnsw.efSearch = max(EF, nprobe)
+            row[f"{name}_recall@10_nprobe{nprobe}"] = _recall(index, queries, exact, K)
         print(
             json.dumps({k: v for k, v in row.items() if k.startswith((name, "size"))}), flush=True
         )

@@ -64,7 +64,7 @@ from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
-from agent.train.teachers import ResearchTeacher  # noqa: E402
+from agent.train.teachers import RESEARCH_TEACHERS, ResearchTeacher  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -268,7 +268,7 @@ class Bench:
         tok, _ = load_local(smollm2_dir())
         chat = ChatFormat(tok)
         teacher = ResearchTeacher(
-            self.data.tasks, chat, max_turns=a.max_turns, known_only=a.teacher == "research-known"
+            self.data.tasks, chat, max_turns=a.max_turns, known_only=RESEARCH_TEACHERS[a.teacher]
         )
         questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
         kept, report = rejection_sample(
@@ -517,7 +517,7 @@ def main() -> None:
     p.add_argument("--sft-steps", type=int, default=None, help="0 = --sft-epochs over the data")
     p.add_argument(
         "--teacher",
-        choices=("research", "research-known"),
+        choices=tuple(RESEARCH_TEACHERS),
         default="research",
         help="research-known searches only what a student can type (no unnamed evidence titles)",
     )
@@ -679,13 +679,23 @@ def main() -> None:
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
         (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
     if untrained is None:  # a part of a side-by-side run: --combine reports it with the others
-        for stage in ("rejection", "sft", "grpo"):
-            times[stage] = statistics.mean(r["time_s"][stage] for r in runs)
-        part = {**partial, "stage_wall_s": times, "wall_s": time.perf_counter() - t0}
+        part = {
+            **partial,
+            "stage_wall_s": stage_times(times, runs),
+            "wall_s": time.perf_counter() - t0,
+        }
         (RESULTS / f"{name}.json").write_text(json.dumps(part, indent=1))
         print(f"wrote {RESULTS / name}.json (no untrained eval): merge it with --combine")
         return
     report(vars(args), baseline, runs, times, time.perf_counter() - t0, name)
+
+
+def stage_times(times: dict, runs: list[dict]) -> dict:
+    """The evals' wall times and each training stage's mean over the seeds."""
+    per_seed = {
+        s: statistics.mean(r["time_s"][s] for r in runs) for s in ("rejection", "sft", "grpo")
+    }
+    return {**times, **per_seed}
 
 
 def report(
@@ -693,9 +703,7 @@ def report(
 ) -> None:
     """Summary, JSON and plot of the runs; prints the tables and, last, the one-line JSON."""
     summary = summarize(runs, baseline)
-    times = dict(times)
-    for stage in ("rejection", "sft", "grpo"):
-        times[stage] = statistics.mean(r["time_s"][stage] for r in runs)
+    times = stage_times(times, runs)
     out = {
         "args": args,
         "device": args["device"],

@@ -124,15 +124,14 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
     from agent.rollout.trajectory import write_trajectories
     from agent.train.loop import load_model
     from agent.train.sft import rejection_sample
+    from agent.train.teachers import RESEARCH_TEACHERS, ResearchTeacher
 
     tokenizer, _ = load_model(cfg)
     chat = ChatFormat(tokenizer)
     teacher: Policy
-    if cfg.teacher in ("research", "research-known"):
-        from agent.train.teachers import ResearchTeacher
-
+    if cfg.teacher in RESEARCH_TEACHERS:
         teacher = ResearchTeacher(
-            tasks, chat, max_turns=cfg.env.max_turns, known_only=cfg.teacher == "research-known"
+            tasks, chat, max_turns=cfg.env.max_turns, known_only=RESEARCH_TEACHERS[cfg.teacher]
         )
     elif cfg.teacher in SCRIPTED:
         teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)

@@ -28,6 +28,8 @@ _WORD = re.compile(r"[\w'-]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _VISITED = re.compile(r"The useful information in (\S+) for user goal")
 
+#: Teacher names (SFTConfig.teacher) -> ResearchTeacher's known_only.
+RESEARCH_TEACHERS = {"research": False, "research-known": True}
 SHORT_QUESTION_WORDS = 10
 # known_only: the question is the best query a student can type (gold in the top 3 results for
 # 73 of the 343 training questions, its six content words 47), so it is typed up to this length
