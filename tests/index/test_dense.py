@@ -113,11 +113,18 @@ def test_a_killed_encode_resumes_at_its_first_missing_shard(tmp_path, monkeypatc
     assert np.array_equal(np.concatenate(dense.read_shards(tmp_path)), full)
 
 
-@pytest.mark.parametrize("kind", ["ivf", "ivfsq", "ivfpq"])
-def test_ivf_builds_are_the_same_bytes_on_any_number_of_threads(tmp_path, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["ivf", "ivfsq", "ivfpq", "ivfsq-graph"])
+def test_ivf_builds_are_the_same_bytes_on_any_number_of_threads(
+    tmp_path, monkeypatch, kind: str
+) -> None:
     import faiss
 
+    from wikisim.index import dense
     from wikisim.index.dense import build_from_shards, write_shards
+
+    if kind.endswith("-graph"):  # a small index through the graph quantizer of a large one
+        monkeypatch.setattr(dense, "GRAPH_QUANTIZER_NLIST", 100)
+        kind = kind.removesuffix("-graph")
 
     def vectors(start: int, stop: int) -> np.ndarray:
         v = np.random.default_rng(start).normal(size=(stop - start, 64)).astype(np.float32)
@@ -135,3 +142,30 @@ def test_ivf_builds_are_the_same_bytes_on_any_number_of_threads(tmp_path, kind: 
         faiss.omp_set_num_threads(before)
     assert records[0]["kind"] == kind and records[0]["nlist"] > 100
     assert records[0] == records[1]  # the sha256 of the index file, nprobe and recall included
+    assert ("quantizer" in records[0]) == (dense.GRAPH_QUANTIZER_NLIST == 100)
+
+
+def test_a_graph_quantizer_keeps_recall_and_reloads_from_the_file(
+    store, tmp_path, monkeypatch
+) -> None:
+    """Past GRAPH_QUANTIZER_NLIST lists the index probes them through an HNSW graph; it goes
+    into the file, comes back memory-mapped with its depth, and finds what the flat one does."""
+    import faiss
+
+    from wikisim.index import dense
+
+    flat = build_dense(store, tmp_path / "flat", kind="ivfsq", progress=False)
+    monkeypatch.setattr(dense, "GRAPH_QUANTIZER_NLIST", 1)
+    info = build_dense(store, tmp_path / "graph", kind="ivfsq", progress=False)
+    assert info["quantizer"] == "hnsw" and "quantizer" not in flat
+    assert info["nlist"] == flat["nlist"] and info["recall_at_10"] >= 0.95
+    index = read_faiss(tmp_path / "graph" / "index.faiss")
+    quantizer = faiss.downcast_index(faiss.extract_index_ivf(index).quantizer)
+    assert isinstance(quantizer, faiss.IndexHNSWFlat)
+    assert quantizer.hnsw.efSearch == dense.GRAPH_QUANTIZER_EF
+    assert quantizer.ntotal == info["nlist"]
+    manifest = {"indexes": {"dense": info}, "versions": {"embedding_model": model_record(None)}}
+    retriever = DenseRetriever(tmp_path / "graph", store, manifest, "abc")
+    targets = [p for p in store][:: max(1, len(store) // 5)][:5]
+    results = retriever.search([p.text for p in targets], k=3)
+    assert [hits[0].docid for hits in results] == [p.docid for p in targets]
