@@ -159,6 +159,7 @@ class Bench:
         )
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
         self.gpu_peak_mb: dict[str, dict[str, float]] = {}  # stage -> peak allocated / reserved
+        self.batch_backoffs: dict[str, list[tuple[int, int]]] = {}  # stage -> batch halvings
         self.held_file = self.out / "heldout.jsonl"
         self.out.mkdir(parents=True, exist_ok=True)
         self.held_file.write_text(
@@ -186,7 +187,8 @@ class Bench:
             for held, ids in self.held_ids.items()
         }
         if self.args.pass_samples and isinstance(policy, TransformersPolicy):
-            policy.sampling = SamplingConfig(temperature=1.0, batch_size=self.args.eval_batch)
+            # the batch the greedy pass ended with: a size that ran out of memory stays down
+            policy.sampling = dataclasses.replace(policy.sampling, temperature=1.0)
             sampled = self._run(policy, name, policy_dir, self.args.pass_samples)
             for held, ids in self.held_ids.items():
                 mine = [t for t in sampled if t.task_id in ids]
@@ -195,6 +197,8 @@ class Bench:
                 )
                 out[held]["pass@1"], out[held]["pass@1_ci95"] = p1.mean, [p1.low, p1.high]
         self.gpu_peak(f"eval {name}")
+        if isinstance(policy, TransformersPolicy) and policy.oom_backoffs:
+            self.batch_backoffs[f"eval {name}"] = policy.oom_backoffs
         return out
 
     def gpu_peak(self, stage: str) -> None:
@@ -378,6 +382,7 @@ class Bench:
             "grpo_adapter": str(Path(g.final_dir).parent / "adapter"),
         }
         res["gpu_peak_mb"] = dict(self.gpu_peak_mb)
+        res["batch_backoffs"] = dict(self.batch_backoffs)
         return res
 
 

@@ -159,6 +159,9 @@ class EnvRunner:
                 return self.run(policy, task_ids, n, seed)
             finally:
                 model.train()
+                self.batch_size = (
+                    policy.sampling.batch_size
+                )  # a size that ran out of memory stays down
 
         return sample
 

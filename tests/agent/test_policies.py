@@ -226,3 +226,67 @@ def test_oracle_visits_every_evidence_page_then_answers() -> None:
     assert [tool_names(t) for t in turns[:3]] == [("search",), ("visit",), ("visit",)]
     assert "wiki/A" in turns[1] and "wiki/B" in turns[2]
     assert extract_answer(turns[3]) == "X"
+
+
+def test_a_batch_the_device_cannot_hold_is_retried_at_half_the_size(tiny) -> None:
+    """An out-of-memory batch halves until it fits; the turns are those of the smaller size
+    from the start, and the retried turn still prefills only what is new since the last."""
+    tok, model = tiny
+
+    def episodes(policy: TransformersPolicy) -> list[Episode]:
+        questions = ["short?", "a longer question?", "mid?", "fourth one?", "five?"]
+        return [
+            Episode(
+                task_id=str(i),
+                question=q,
+                system_prompt=LONG_SYSTEM,
+                seed=i,
+                budget=Budget(max_new_tokens=10),
+                chat=policy.chat,
+            )
+            for i, q in enumerate(questions)
+        ]
+
+    def play(policy: TransformersPolicy) -> list[tuple[int, ...]]:
+        eps, ids = episodes(policy), []
+        for turn in range(2):
+            widths.append([])
+            rows[0] = 8 if turn == 0 else 2  # longer contexts: room for fewer rows
+            reqs = [e.request() for e in eps]
+            shortest.append(min(len(r.ids) for r in reqs))
+            for e, g in zip(eps, policy.act(reqs), strict=True):
+                ids.append(g.ids)
+                e.add_generation(g)
+                e.add_observation(f"<tool_response>\nresult {turn}\n</tool_response>")
+        return ids
+
+    def device_of_few_rows(_, args, kwargs):  # a device with memory for `rows` rows
+        if kwargs["input_ids"].shape[0] > rows[0]:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        widths[-1].append(kwargs["input_ids"].shape[1])
+
+    widths: list[list[int]] = []  # each forward's new tokens, by turn
+    shortest: list[int] = []  # each turn's shortest context
+    rows = [8]
+    hook = model.register_forward_pre_hook(device_of_few_rows, with_kwargs=True)
+    try:
+        small = play(TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=2)))
+        small_widths = widths[1]
+        big = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=8))
+        widths.clear()
+        assert play(big) == small
+    finally:
+        hook.remove()
+    assert big.oom_backoffs == [(8, 2)]  # half the 5 rows that did not fit
+    # turn 2 prefilled only the tool response, as a run at 2 rows from the start does
+    assert widths[1] == small_widths and max(widths[1]) < shortest[1] / 2
+    with pytest.raises(torch.OutOfMemoryError):  # one row that does not fit is the device's limit
+        hook = model.register_forward_pre_hook(
+            lambda *_: (_ for _ in ()).throw(torch.OutOfMemoryError("no room")), with_kwargs=True
+        )
+        try:
+            TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=1)).act(
+                [episodes(big)[0].request()]
+            )
+        finally:
+            hook.remove()

@@ -135,6 +135,10 @@ class KVStore:
     def put(self, ids: Sequence[int], past: Past) -> None:
         self._now.setdefault(tuple(ids), []).append(past)
 
+    def restore(self, ids: Sequence[int], past: Past) -> None:
+        """Give back a past that a failed call took, for the call that retries it."""
+        self._last.setdefault(tuple(ids), []).append(past)
+
     def take(self, context: Sequence[int]) -> tuple[int, Past | None]:
         """The longest stored proper prefix of `context`: (its length, its past), removed from the store."""
         best: tuple[int, ...] = ()

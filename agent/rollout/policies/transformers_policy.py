@@ -14,7 +14,7 @@ stop leave the batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,7 @@ class TransformersPolicy:
         self.generated_tokens = 0  # running count, read by benchmarks
         self._prefixes: dict[tuple[int, ...], Past] = {}
         self._pasts = KVStore()
+        self.oom_backoffs: list[tuple[int, int]] = []  # (batch size, the smaller one retried)
 
     @classmethod
     def from_path(
@@ -97,22 +98,43 @@ class TransformersPolicy:
         return cls(tokenizer, model, name="smollm2-135m", sampling=sampling)
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
+        """One turn for every request, `sampling.batch_size` at a time.
+
+        A batch the device has no memory for is retried at half the size, and the smaller
+        size stays for the rest of the run (`oom_backoffs` records each halving): an eval or a
+        rollout then finishes where it would have died. Rows do not depend on which rows share
+        their batch, so the turns are those of a run started at the smaller size.
+        """
         out: list[Generation] = []
-        bs = self.sampling.batch_size
         self._pasts.mark()
-        for start in range(0, len(requests), bs):
-            chunk = requests[start : start + bs]
-            rows = self.generate(
-                [list(r.ids) for r in chunk],
-                [r.max_new_tokens for r in chunk],
-                [r.seed for r in chunk],
-                keep=True,
-            )
+        start = 0
+        while start < len(requests):
+            chunk = requests[start : start + self.sampling.batch_size]
+            try:
+                rows = self.generate(
+                    [list(r.ids) for r in chunk],
+                    [r.max_new_tokens for r in chunk],
+                    [r.seed for r in chunk],
+                    keep=True,
+                )
+            except torch.OutOfMemoryError:
+                if len(chunk) == 1:
+                    raise
+                self._back_off(len(chunk))
+                continue
             for ids, logprobs in rows:
                 text = self.tokenizer.decode(ids, skip_special_tokens=False)
                 out.append(Generation(text=text, ids=tuple(ids), logprobs=tuple(logprobs)))
+            start += len(chunk)
         self._pasts.sweep()
         return out
+
+    def _back_off(self, rows: int) -> None:
+        smaller = max(1, rows // 2)
+        self.oom_backoffs.append((self.sampling.batch_size, smaller))
+        self.sampling = replace(self.sampling, batch_size=smaller)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # the failed batch's blocks go back before the retry
 
     @torch.inference_mode()
     def generate(
@@ -128,9 +150,26 @@ class TransformersPolicy:
             raise ConfigError(
                 "TransformersPolicy needs token contexts; build episodes with a ChatFormat"
             )
+        starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
+        try:
+            return self._decode(contexts, starts, pasts, max_new, seeds, keep)
+        except torch.OutOfMemoryError:  # the pasts it took go back, for the retry
+            for context, start, past in zip(contexts, starts, pasts, strict=True):
+                if past is not None:
+                    self._pasts.restore(context[:start], past)
+            raise
+
+    def _decode(
+        self,
+        contexts: list[list[int]],
+        starts: Sequence[int],
+        pasts: Sequence[Past | None],
+        max_new: list[int],
+        seeds: list[int],
+        keep: bool,
+    ) -> list[tuple[list[int], list[float]]]:
         n = len(contexts)
         dev = self.model.device
-        starts, pasts = zip(*(self._past(c) for c in contexts), strict=True)
         rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
         width = max(len(r) for r in rest)
         cache, past_mask = batch_cache(pasts, room=width + max(max_new))
