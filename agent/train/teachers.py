@@ -3,7 +3,8 @@
 `ResearchTeacher` plays each task like a careful researcher would, with variety drawn from
 the turn's seed so that K attempts at one question give different trajectories: a search
 phrased one of several ways (the question, its content words, an evidence page's title;
-with `known_only`, only a title the question names, as a student can),
+with `known_only`, only a title the question names or an earlier observation shows, as a
+student can),
 visits with a stated goal, further searches, and an answer once, and only once, the gold
 answer is written in an observation it has seen; the think quotes the sentence it read it
 in. Where the answer never shows up it answers the best span of what it read (usually
@@ -126,8 +127,10 @@ class ResearchTeacher:
         max_turns: turns it may use; the last one always answers.
         known_only: search only what a student could type: the question (up to
             TYPED_QUESTION_WORDS words), its content words, and evidence titles the question
-            names. Otherwise an evidence page's title is a phrasing too, though the question may
-            not name it (its student learns to search titles it cannot know).
+            names or an observation already showed (a bridge entity read on the first page,
+            searched next: the second hop of a multi-hop question). Otherwise an evidence page's
+            title is a phrasing too, though nothing the student saw names it (its student
+            learns to search titles it cannot know).
     """
 
     name = "research-teacher"
@@ -162,7 +165,7 @@ class ResearchTeacher:
                 best_span(question, "\n".join(seen)), think="Answer from what I read."
             )
         if request.turn == 0:
-            query = self._query(task, question, rng, 0)
+            query = self._query(task, question, seen, rng, 0)
             # the think names the topic in a few words: a long question repeated twice overflows a small
             # model's turn budget (max_new_tokens), and the student then never closes its call
             what = keywords(query, 4)
@@ -170,11 +173,15 @@ class ResearchTeacher:
                 "search", {"query": query}, think=rng.choice(SEARCH_THOUGHTS).format(what=what)
             )
         url = self._page_to_visit(task, seen, rng)
+        hop = self._next_hop(task, question, seen) if self.known_only else None
+        if hop is not None and url not in task.evidence and rng.random() < 0.8:
+            think = f"The page names {hop}, which the question needs next. Let me search it."
+            return format_tool_call("search", {"query": hop}, think=think)
         if url is not None and rng.random() < 0.8:
             goal = rng.choice((*_as_typed(question), f"find {keywords(question)}"))
             think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
             return format_tool_call("visit", {"url": url, "goal": goal}, think=think)
-        query = self._query(task, question, rng, request.turn)
+        query = self._query(task, question, seen, rng, request.turn)
         return format_tool_call("search", {"query": query}, think=rng.choice(RETRY_THOUGHTS))
 
     def _found(self, task: Task, seen: Sequence[str]) -> tuple[str, str, str] | None:
@@ -188,7 +195,9 @@ class ResearchTeacher:
                     return answer, (titles[0] if titles else "the page"), text
         return None
 
-    def _query(self, task: Task, question: str, rng: random.Random, turn: int) -> str:
+    def _query(
+        self, task: Task, question: str, seen: Sequence[str], rng: random.Random, turn: int
+    ) -> str:
         """A phrasing of the search; never one that names the answer (that would be a guess)."""
         typed = _as_typed(
             question, TYPED_QUESTION_WORDS if self.known_only else SHORT_QUESTION_WORDS
@@ -196,7 +205,8 @@ class ResearchTeacher:
         options = [*typed, keywords(question), keywords(question, 3)]
         titles = [title_of(u) for u in task.evidence]
         if self.known_only:
-            titles = [t for t in titles if t.lower() in question.lower()]
+            known = " ".join([question, *map(evidence_text, seen)]).lower()
+            titles = [t for t in titles if t.lower() in known]
         options += titles
         options = [q for q in options if not any(grounded_in(a, [q]) for a in task.answers)] or [
             question
@@ -206,6 +216,24 @@ class ResearchTeacher:
             if turn == 0
             else rng.choice(options[1:] or options)
         )
+
+    @staticmethod
+    def _next_hop(task: Task, question: str, seen: Sequence[str]) -> str | None:
+        """An evidence title the question does not name that an observation has shown, not yet
+        searched or visited: the bridge entity a multi-hop question leads to next."""
+        shown = " ".join(map(evidence_text, seen)).lower()
+        done = " ".join(seen)
+        for url in task.evidence:
+            title = title_of(url)
+            if (
+                title.lower() in shown
+                and title.lower() not in question.lower()
+                and f"'{title}'" not in done
+                and url not in done
+                and not any(grounded_in(a, [title]) for a in task.answers)
+            ):
+                return title
+        return None
 
     @staticmethod
     def _page_to_visit(task: Task, seen: Sequence[str], rng: random.Random) -> str | None:

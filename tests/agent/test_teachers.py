@@ -1,7 +1,8 @@
-"""The research teacher's first search: with known_only, only what a student could type."""
+"""The research teacher's searches: with known_only, only what a student could type or read."""
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 
@@ -22,28 +23,65 @@ TASK = Task(
 )
 
 
-def first_queries(known_only: bool) -> set[str]:
+#: What a first search showed: the novel's page, which names its publisher (no link to it).
+SHOWN = (
+    "A Google search for 'Grace Krilanovich' found 1 results: ## Web Results 1. [Grace "
+    "Krilanovich](https://en.wikipedia.org/wiki/Grace_Krilanovich) Her first novel, The Orange "
+    "Eats Creeps, was published by Two Dollar Radio in 2010."
+)
+
+
+def queries(known_only: bool, shown: tuple[str, ...] = ()) -> collections.Counter[str]:
+    """The searches of 200 seeds at the turn after the observations `shown` (none: the first)."""
     teacher = ResearchTeacher(TaskSet([TASK], "one"), known_only=known_only)
-    queries = set()
+    queries: collections.Counter[str] = collections.Counter()
+    earlier: list[dict[str, str]] = []
+    for text in shown:
+        earlier += [{"role": "assistant", "content": "..."}, {"role": "user", "content": text}]
     for seed in range(200):
         request = TurnRequest(
-            messages=({"role": "system", "content": ""}, {"role": "user", "content": QUESTION}),
+            messages=(
+                {"role": "system", "content": ""},
+                {"role": "user", "content": QUESTION},
+                *earlier,
+            ),
             ids=(),
             max_new_tokens=96,
             seed=seed,
-            turn=0,
+            turn=len(shown),
         )
         call = re.search(r"<tool_call>\s*(\{.*\})\s*</tool_call>", teacher.turn(request), re.S)
         assert call is not None
-        queries.add(json.loads(call.group(1))["arguments"]["query"])
+        arguments = json.loads(call.group(1))["arguments"]
+        if "query" in arguments:  # later turns visit a listed page most of the time
+            queries[arguments["query"]] += 1
     return queries
 
 
 def test_known_only_never_searches_a_title_the_question_does_not_name() -> None:
-    known = first_queries(known_only=True)
+    known = queries(known_only=True)
     assert UNNAMED not in known
     assert NAMED in known
     assert QUESTION in known  # 25 words: typed whole, the best query a student has
-    every = first_queries(known_only=False)
+    every = queries(known_only=False)
     assert UNNAMED in every  # the default teacher searches evidence it was never shown
     assert QUESTION not in every  # and types only questions of up to 10 words
+
+
+def test_known_only_searches_a_title_once_an_observation_shows_it() -> None:
+    """The second hop: the publisher the first page names is a query a student can copy."""
+    assert UNNAMED in queries(known_only=True, shown=(SHOWN,))
+    hidden = SHOWN.replace("Two Dollar Radio", "a small press")
+    assert UNNAMED not in queries(known_only=True, shown=(hidden,))
+    echoed = f"A Google search for '{UNNAMED}' found 0 results:"  # its own query, not evidence
+    assert UNNAMED not in queries(known_only=True, shown=(echoed,))
+
+
+def test_known_only_takes_the_second_hop_after_reading_the_first_page() -> None:
+    """Once the first page is read and names the bridge entity, the next turn searches it."""
+    read = (
+        "The useful information in https://en.wikipedia.org/wiki/Grace_Krilanovich for user "
+        "goal find her novel as follows: Her first novel, The Orange Eats Creeps, was "
+        "published by Two Dollar Radio in 2010."
+    )
+    assert queries(known_only=True, shown=(SHOWN, read))[UNNAMED] >= 140  # of 200 seeds
