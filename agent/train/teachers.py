@@ -114,7 +114,12 @@ def quote(answer: str, text: str, width: int = 160) -> str:
         s = " ".join(sentence.split()).strip("#[]() ")
         at = max(s.lower().find(answer.lower()), 0)
         start = max(0, min(at - width // 2, len(s) - width))
-        return s[start : start + width].strip()
+        end = start + width
+        if start > 0:  # whole words only: a student copies the cut too
+            start = s.find(" ", start, at) + 1 if " " in s[start:at] else start
+        if end < len(s) and " " in s[at + len(answer) : end]:
+            end = s.rfind(" ", at + len(answer), end)
+        return s[start:end].strip()
     return answer
 
 

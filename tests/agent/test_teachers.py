@@ -7,7 +7,7 @@ import json
 import re
 
 from agent.rollout.react import TurnRequest
-from agent.train.teachers import ResearchTeacher
+from agent.train.teachers import ResearchTeacher, quote
 from wikisim.env.tasks import Task, TaskSet
 
 QUESTION = (
@@ -85,3 +85,16 @@ def test_known_only_takes_the_second_hop_after_reading_the_first_page() -> None:
         "published by Two Dollar Radio in 2010."
     )
     assert queries(known_only=True, shown=(SHOWN, read))[UNNAMED] >= 140  # of 200 seeds
+
+
+def test_a_quote_is_cut_at_word_boundaries_around_the_answer() -> None:
+    text = (
+        "Frank Jeffrey Edson Smart (26 July 1921 - 20 June 2013) was an expatriate Australian "
+        "painter known for his precisionist depictions of urban landscapes that are full of "
+        "private jokes and playful allusions, and many more words follow to make it long."
+    )
+    cut = quote("urban landscapes", text)
+    assert "urban landscapes" in cut and len(cut) <= 160
+    words = text.split()
+    assert cut.split()[0] in words and cut.split()[-1] in words  # no word cut in half
+    assert quote("Canberra", "It is located in Canberra.") == "It is located in Canberra."
