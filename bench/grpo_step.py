@@ -1,4 +1,4 @@
-"""Cost of one GRPO update of SmolLM2 + LoRA on CPU: the lm_head at the policy's tokens vs everywhere.
+"""Cost of one GRPO (or SFT) update of SmolLM2 + LoRA on CPU: the lm_head at the policy's tokens vs everywhere.
 
 The update (`agent.train.grpo.grpo_update`) runs the lm_head, log-softmax and entropy only at
 the positions the loss mask keeps (`agent.train.losses.kept_positions`). "full" runs the same
@@ -10,11 +10,15 @@ tokens and 120 observation tokens, so 600-1,000 tokens and a micro-batch pads it
 sequences, as real ones do; the held-out episodes of the SFT adapter average ~670 tokens); the
 loss and gradient norm the variants report must agree.
 
+`--trainer sft` times one SFT step instead (`agent.train.sft.sft_loss` over the micro-batches,
+then the optimizer), which keeps the same positions (the policy's tokens) since it too stopped
+running the lm_head everywhere.
+
 Peak memory is the process's resident set sampled every 5 ms during the update, less the resident
 set just before it.
 
-    nice -n 10 .venv/bin/python bench/grpo_step.py [--sequences 6] [--micro-batches 1,2,4]
-Writes bench/results/grpo_step.json; prints one line per variant and, last, a JSON summary.
+    nice -n 10 .venv/bin/python bench/grpo_step.py [--trainer sft] [--sequences 6] [--micro-batches 1,2,4]
+Writes bench/results/{grpo,sft}_step.json; prints one line per variant and, last, a JSON summary.
 """
 
 from __future__ import annotations
@@ -36,9 +40,16 @@ import psutil  # noqa: E402
 import torch  # noqa: E402
 
 import agent.train.grpo as grpo  # noqa: E402
+import agent.train.sft as sft  # noqa: E402
 from agent.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agent.train.config import GRPOConfig  # noqa: E402
-from agent.train.loop import load_model, make_accelerator, make_optimizer  # noqa: E402
+from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from agent.train.loop import (  # noqa: E402
+    collate,
+    load_model,
+    make_accelerator,
+    make_optimizer,
+    micro_batches,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROMPT, POLICY, OBSERVATION = 200, 80, 120
@@ -143,8 +154,46 @@ def update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dic
     }
 
 
+def sft_update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dict[str, float]:
+    """One SFT step from the shipped adapter (fresh weights and optimizer each time)."""
+    cfg = SFTConfig(
+        output_dir=str(RESULTS / "sft_step_run"),
+        model="smollm2",
+        lora_rank=8,
+        lora_alpha=16,
+        micro_batch_size=micro,
+        cpu=True,
+    )
+    acc = make_accelerator(cfg)
+    tok, model = load_model(cfg, args.init)
+    opt, sched = make_optimizer(cfg, model, 1)
+    model, opt, sched = acc.prepare(model, opt, sched)
+    batch = collate(trajs, tok.pad_token_id)
+    n_tokens = float(batch.loss_mask.sum())
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        loss = 0.0
+        for mb in micro_batches(len(trajs), micro):
+            part = sft.sft_loss(model, batch, mb, n_tokens)
+            acc.backward(part)
+            loss += part.item()
+        norm = float(acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm))
+        opt.step()
+        wall = time.perf_counter() - t0
+    del model, opt, sched, acc
+    gc.collect()
+    return {
+        "micro_batch": micro,
+        "time_s": wall,
+        "peak_rss_gb": mem.above_start_gb,
+        "loss": loss,
+        "grad_norm": norm,
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trainer", choices=("grpo", "sft"), default="grpo")
     p.add_argument("--init", default="data/models/smollm2-wikisim-lora")
     p.add_argument("--sequences", type=int, default=6)
     p.add_argument("--micro-batches", default="1,2,4", help="micro-batch sizes of the kept variant")
@@ -155,16 +204,18 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     trajs = episodes(args.sequences, 49152, args.seed)
-    kept = grpo.kept_positions
+    module: Any = grpo if args.trainer == "grpo" else sft  # the one whose kept_positions is swapped
+    step = update if args.trainer == "grpo" else sft_update
+    kept = module.kept_positions
     rows: list[dict[str, Any]] = []
     try:
-        grpo.kept_positions = every_position
-        rows.append({"variant": "full", **update(args, args.full_micro_batch, trajs)})
+        module.kept_positions = every_position
+        rows.append({"variant": "full", **step(args, args.full_micro_batch, trajs)})
         print(rows[-1], flush=True)
     finally:
-        grpo.kept_positions = kept
+        module.kept_positions = kept
     for micro in (int(m) for m in args.micro_batches.split(",")):
-        rows.append({"variant": "kept", **update(args, micro, trajs)})
+        rows.append({"variant": "kept", **step(args, micro, trajs)})
         print(rows[-1], flush=True)
     for r in rows:
         print(
@@ -187,7 +238,8 @@ def main() -> None:
         "load_avg_1min": os.getloadavg()[0],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "grpo_step.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    out = RESULTS / f"{args.trainer}_step.json"
+    out.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}))
 
 

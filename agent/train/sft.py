@@ -26,7 +26,7 @@ from agent.train.loop import (
     micro_batches,
     plot_curves,
 )
-from agent.train.losses import masked_nll, token_logprobs
+from agent.train.losses import kept_logprobs_entropy, kept_positions, masked_nll
 from agent.train.teachers import read_not_guessed
 from wikisim.errors import ConfigError
 
@@ -142,6 +142,22 @@ class SFTResult:
     steps: int
 
 
+def sft_loss(model: Any, batch: Any, mb: slice, n_tokens: float) -> torch.Tensor:
+    """Negative log-likelihood of the policy's own tokens in micro-batch `mb`, summed over the
+    global batch's `n_tokens`.
+
+    The lm_head runs only at the positions the loss keeps (`kept_positions`), as in GRPO: a
+    turn's own tokens are a few hundred of a ~1.5k-token episode, and the full (L, 49k)
+    logits with their log-softmax were most of a step's memory. The loss equals the
+    full-logits one (tested).
+    """
+    ids, keep = batch.input_ids[mb], kept_positions(batch.loss_mask[mb])
+    logits = model(
+        input_ids=ids, attention_mask=batch.attention_mask[mb], logits_to_keep=keep, use_cache=False
+    ).logits
+    return masked_nll(kept_logprobs_entropy(logits, ids, keep)[0], batch.loss_mask[mb], n_tokens)
+
+
 def train_sft(
     cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after: int | None = None
 ) -> SFTResult:
@@ -180,12 +196,7 @@ def train_sft(
         n_tokens = global_sum(accelerator, batch.loss_mask.sum().item())
         local_loss = 0.0
         for mb in micro_batches(len(idx), cfg.micro_batch_size):
-            logits = model(
-                input_ids=batch.input_ids[mb], attention_mask=batch.attention_mask[mb]
-            ).logits
-            loss = masked_nll(
-                token_logprobs(logits, batch.input_ids[mb]), batch.loss_mask[mb], n_tokens
-            )
+            loss = sft_loss(model, batch, mb, n_tokens)
             # DDP averages gradients over processes; scale back to a sum over the global batch
             accelerator.backward(loss * accelerator.num_processes)
             local_loss += loss.item()

@@ -13,7 +13,7 @@ from agent.rollout.trajectory import Trajectory, Turn
 from agent.train.config import SFTConfig
 from agent.train.loop import collate, read_metrics
 from agent.train.losses import masked_nll, token_logprobs
-from agent.train.sft import rejection_sample, train_sft, well_formed_correct
+from agent.train.sft import rejection_sample, sft_loss, train_sft, well_formed_correct
 
 
 def make_traj(
@@ -108,6 +108,23 @@ def test_observation_tokens_get_exactly_zero_gradient(tok, data):
     assert torch.count_nonzero(logits.grad[:, :-1][off]) == 0
     assert torch.count_nonzero(logits.grad[:, :-1][~off]) > 0
     assert torch.count_nonzero(logits.grad[:, -1]) == 0
+
+
+def test_the_loss_at_kept_positions_equals_the_full_logits_loss(tok, data):
+    """sft_loss runs the lm_head only where the loss mask keeps: same loss, same gradients."""
+    _, model = tiny_model(0)
+    batch = collate(data[:3], tok.pad_token_id)
+    n = float(batch.loss_mask.sum())
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    full = masked_nll(token_logprobs(logits, batch.input_ids), batch.loss_mask, n)
+    full.backward()
+    expect = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    kept = sft_loss(model, batch, slice(0, 3), n)
+    kept.backward()
+    assert torch.allclose(kept, full, atol=1e-6)
+    for got, want in zip((p.grad for p in model.parameters()), expect, strict=True):
+        assert torch.allclose(got, want, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
