@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +123,29 @@ class PeakRSS:
         return (self.peak - self.start) / 1e9
 
 
+def _timed(cfg: GRPOConfig | SFTConfig, init: str, run: Callable[..., dict[str, float]]) -> dict:
+    """`run(model, opt, sched, acc, pad_id)` from the shipped adapter with fresh weights and
+    optimizer, timed and its peak memory sampled; its row."""
+    acc = make_accelerator(cfg)
+    tok, model = load_model(cfg, init)
+    opt, sched = make_optimizer(cfg, model, 1)
+    model, opt, sched = acc.prepare(model, opt, sched)
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        out = run(model, opt, sched, acc, tok.pad_token_id)
+        wall = time.perf_counter() - t0
+    del model, opt, sched, acc
+    gc.collect()
+    return {
+        "micro_batch": cfg.micro_batch_size,
+        "time_s": wall,
+        "peak_rss_gb": mem.above_start_gb,
+        **out,
+    }
+
+
 def update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dict[str, float]:
-    """One GRPO update from the shipped adapter (fresh weights and optimizer each time)."""
+    """One GRPO update (`agent.train.grpo.grpo_update`)."""
     cfg = GRPOConfig(
         output_dir=str(RESULTS / "grpo_step_run"),
         model="smollm2",
@@ -134,28 +156,16 @@ def update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dic
         micro_batch_size=micro,
         cpu=True,
     )
-    acc = make_accelerator(cfg)
-    tok, model = load_model(cfg, cfg.init_checkpoint)
-    opt, sched = make_optimizer(cfg, model, 1)
-    model, opt, sched = acc.prepare(model, opt, sched)
-    with PeakRSS() as mem:
-        t0 = time.perf_counter()
-        out = grpo.grpo_update(model, opt, sched, acc, trajs, cfg, tok.pad_token_id)
-        wall = time.perf_counter() - t0
-    del model, opt, sched, acc
-    gc.collect()
-    return {
-        "micro_batch": micro,
-        "time_s": wall,
-        "peak_rss_gb": mem.above_start_gb,
-        "loss": out["loss"],
-        "grad_norm": out["grad_norm"],
-        "entropy": out["entropy"],
-    }
+
+    def run(model, opt, sched, acc, pad_id: int) -> dict[str, float]:
+        out = grpo.grpo_update(model, opt, sched, acc, trajs, cfg, pad_id)
+        return {k: out[k] for k in ("loss", "grad_norm", "entropy")}
+
+    return _timed(cfg, args.init, run)
 
 
 def sft_update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dict[str, float]:
-    """One SFT step from the shipped adapter (fresh weights and optimizer each time)."""
+    """One SFT step: `agent.train.sft.sft_loss` over the micro-batches, then the optimizer."""
     cfg = SFTConfig(
         output_dir=str(RESULTS / "sft_step_run"),
         model="smollm2",
@@ -164,31 +174,19 @@ def sft_update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) ->
         micro_batch_size=micro,
         cpu=True,
     )
-    acc = make_accelerator(cfg)
-    tok, model = load_model(cfg, args.init)
-    opt, sched = make_optimizer(cfg, model, 1)
-    model, opt, sched = acc.prepare(model, opt, sched)
-    batch = collate(trajs, tok.pad_token_id)
-    n_tokens = float(batch.loss_mask.sum())
-    with PeakRSS() as mem:
-        t0 = time.perf_counter()
-        loss = 0.0
+
+    def run(model, opt, sched, acc, pad_id: int) -> dict[str, float]:
+        batch = collate(trajs, pad_id)
+        n_tokens, loss = float(batch.loss_mask.sum()), 0.0
         for mb in micro_batches(len(trajs), micro):
             part = sft.sft_loss(model, batch, mb, n_tokens)
             acc.backward(part)
             loss += part.item()
         norm = float(acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm))
         opt.step()
-        wall = time.perf_counter() - t0
-    del model, opt, sched, acc
-    gc.collect()
-    return {
-        "micro_batch": micro,
-        "time_s": wall,
-        "peak_rss_gb": mem.above_start_gb,
-        "loss": loss,
-        "grad_norm": norm,
-    }
+        return {"loss": loss, "grad_norm": norm}
+
+    return _timed(cfg, args.init, run)
 
 
 def main() -> None:
