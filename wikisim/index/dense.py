@@ -28,13 +28,6 @@ from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 
 FLAT_MAX = 200_000  # "auto" keeps exact search up to this many passages, IVF-SQ8 beyond
 HNSW_M = 32
-# From this many lists up, an IVF index finds a vector's lists through an HNSW graph over its
-# centroids instead of comparing it with all of them: the flat quantizer makes adding n vectors
-# cost ~n^1.5 (nlist ~ 4 sqrt n). Per vector, the graph is as fast at 5,914 lists and 2.3x
-# faster at 11,828 (bench/ivf_quantizer.py), with the flat one's recall@10 at 2.19M vectors
-# (bench/ivf_quantizer_recall.py). The nlist of about 4.2M passages.
-GRAPH_QUANTIZER_NLIST = 8192
-GRAPH_QUANTIZER_EF = 128  # the graph's search depth when it assigns or probes lists
 PQ_M = 48  # IVF-PQ: 48 sub-quantisers of 8 bits, 48 bytes a vector (384 dims)
 ENCODE_BATCH = 64  # CPU; part of the result (padding within a batch shifts the low bits)
 GPU_ENCODE_BATCH = 512  # on CUDA; bench/dense_rate.py --batch N measures others
@@ -43,6 +36,14 @@ SHARD_ROWS = (
     16 * ENCODE_CHUNK
 )  # vectors per shard file; a multiple of ENCODE_CHUNK, so sharding changes nothing
 TRAIN_PER_LIST = 39  # k-means sample: faiss's minimum of points per centroid
+# Most lists an IVF index gets (reached at ~4.2M passages). Adding a vector compares it with
+# every centroid, so with nlist ~ 4 sqrt(n) adding n vectors costs n^1.5; from the cap on it
+# costs n (k-means too stays a fixed ~320k-row sample), and a list grows instead: wiki-18's
+# 21M passages make lists of ~2,600 vectors, a 16-list probe ~41k 8-bit codes a query.
+# An HNSW graph over more centroids (faiss's advice past ~1M) was tried and measured: at
+# 8.75M vectors (the scale bench's tightly clustered synthetic ones) it capped recall@10 at
+# 0.80 even probing every list, where the flat quantizer reached 0.965 at nprobe 16.
+NLIST_MAX = 8192
 RECALL_QUERIES, RECALL_TARGET = 200, 0.95
 # all-MiniLM-L6-v2 was trained on 128-token inputs; encoding 256 costs 2.7x the time on CPU
 # (23 vs 62 passages/s measured here) for text the model saw little of in training.
@@ -106,7 +107,7 @@ def _choose(kind: str, n: int) -> str:
 
 
 def _nlist(n: int) -> int:
-    return max(1, min(int(4 * math.sqrt(n)), n // TRAIN_PER_LIST))
+    return max(1, min(int(4 * math.sqrt(n)), n // TRAIN_PER_LIST, NLIST_MAX))
 
 
 def _make_index(kind: str, dim: int, n: int) -> faiss.Index:
@@ -240,24 +241,6 @@ def _tune(kind: str, index: faiss.Index, parts: list[np.ndarray], n: int) -> dic
     return {name: width, "recall_at_10": round(recall, 4), "recall_queries": len(queries)}
 
 
-def _graph_quantizer(index: faiss.Index, threads: int) -> None:
-    """Swap a trained IVF index's flat coarse quantizer for an HNSW graph over its centroids.
-
-    The graph is built on one thread (its shape would otherwise follow the threads' insertion
-    order) and is then owned by the index, which writes it into the index file.
-    """
-    ivf = faiss.extract_index_ivf(index)
-    graph = faiss.IndexHNSWFlat(ivf.d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    faiss.omp_set_num_threads(1)
-    try:
-        graph.add(ivf.quantizer.reconstruct_n(0, ivf.nlist))
-    finally:
-        faiss.omp_set_num_threads(threads)
-    graph.hnsw.efSearch = GRAPH_QUANTIZER_EF
-    cast(Any, graph).this.disown()  # SWIG's ownership handle (faiss's stubs lack it)
-    ivf.quantizer, ivf.own_fields = graph, True
-
-
 def build_from_shards(shards: Path, out: Path, kind: str = "auto") -> dict[str, Any]:
     """The faiss index over the shards' vectors (row = faiss id), written to `out`, and its record.
 
@@ -283,9 +266,6 @@ def build_from_shards(shards: Path, out: Path, kind: str = "auto") -> dict[str, 
             )
             index.train(_rows(parts, np.unique(sample)))
             extra = {"nlist": nlist, "train_rows": len(np.unique(sample))}
-            if nlist >= GRAPH_QUANTIZER_NLIST:
-                _graph_quantizer(index, threads)
-                extra.update(quantizer="hnsw", quantizer_efSearch=GRAPH_QUANTIZER_EF)
         for part in parts:
             index.add(np.ascontiguousarray(part))
         extra.update(_tune(kind, index, parts, n))
