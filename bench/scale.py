@@ -399,8 +399,8 @@ def _dense_projection(d: dict[str, Any], passages: float, gpu_rate: float | None
 
     The index's CPU time (the stage's less the sample's encoding) is fitted against the
     passage count over the runs of at least INDEX_FIT_FROM_PAGES pages (small runs are mostly
-    fixed costs; an IVF index with a flat quantizer grows faster than linearly, nlist ~
-    sqrt(n)); its memory is what
+    fixed costs; an IVF index grows faster than linearly while nlist ~ sqrt(n), linearly past
+    NLIST_MAX, so across both the fit overstates a larger corpus's time); its memory is what
     the stage held besides the index at the largest N plus the index itself, which faiss
     keeps in RAM while it adds vectors.
     """
