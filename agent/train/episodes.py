@@ -159,9 +159,8 @@ class EnvRunner:
                 return self.run(policy, task_ids, n, seed)
             finally:
                 model.train()
-                self.batch_size = (
-                    policy.sampling.batch_size
-                )  # a size that ran out of memory stays down
+                # a size that ran out of memory stays down for the next steps
+                self.batch_size = policy.sampling.batch_size
 
         return sample
 

@@ -87,6 +87,24 @@ def kept_positions(mask: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.pad(mask > 0, (0, 1))
 
 
+def _kept_log_softmax(
+    logits: torch.Tensor, input_ids: torch.Tensor, keep: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, V) logits at the N kept positions -> their (N, V) log-softmax and (N,) target log-probs."""
+    targets = input_ids[:, 1:][keep[:, :-1]]
+    lp = torch.log_softmax(logits.float(), dim=-1)
+    return lp, lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def kept_logprobs(
+    logits: torch.Tensor, input_ids: torch.Tensor, keep: torch.Tensor
+) -> torch.Tensor:
+    """(N, V) logits at the N kept positions -> (B, L-1) next-token log-probs, zero off them
+    (what `token_logprobs` gives under the same mask); SFT needs no entropy."""
+    shape = (input_ids.shape[0], input_ids.shape[1] - 1)
+    return _scatter(_kept_log_softmax(logits, input_ids, keep)[1], keep[:, :-1], shape)
+
+
 def kept_logprobs_entropy(
     logits: torch.Tensor, input_ids: torch.Tensor, keep: torch.Tensor, entropy_grad: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,9 +114,7 @@ def kept_logprobs_entropy(
     the full logits give under the same mask. The entropy carries a gradient only with
     `entropy_grad` (an entropy bonus); otherwise it is for the log.
     """
-    targets = input_ids[:, 1:][keep[:, :-1]]
-    lp = torch.log_softmax(logits.float(), dim=-1)
-    logp = lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    lp, logp = _kept_log_softmax(logits, input_ids, keep)
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         ent = -(lp.exp() * lp).sum(-1)
     shape = (input_ids.shape[0], input_ids.shape[1] - 1)

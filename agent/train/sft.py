@@ -26,7 +26,7 @@ from agent.train.loop import (
     micro_batches,
     plot_curves,
 )
-from agent.train.losses import kept_logprobs_entropy, kept_positions, masked_nll
+from agent.train.losses import kept_logprobs, kept_positions, masked_nll
 from agent.train.teachers import read_not_guessed
 from wikisim.errors import ConfigError
 
@@ -155,7 +155,7 @@ def sft_loss(model: Any, batch: Any, mb: slice, n_tokens: float) -> torch.Tensor
     logits = model(
         input_ids=ids, attention_mask=batch.attention_mask[mb], logits_to_keep=keep, use_cache=False
     ).logits
-    return masked_nll(kept_logprobs_entropy(logits, ids, keep)[0], batch.loss_mask[mb], n_tokens)
+    return masked_nll(kept_logprobs(logits, ids, keep), batch.loss_mask[mb], n_tokens)
 
 
 def train_sft(

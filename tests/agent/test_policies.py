@@ -30,12 +30,11 @@ LONG_SYSTEM = (
 )  # long enough for the shared-prefix KV cache
 
 
-def _requests(
-    policy: TransformersPolicy, questions: list[str], max_new: int = 20, system: str = "sys"
-) -> list[TurnRequest]:
-    out = []
-    for i, q in enumerate(questions):
-        e = Episode(
+def _episodes(
+    policy: TransformersPolicy, questions: list[str], max_new: int, system: str
+) -> list[Episode]:
+    return [
+        Episode(
             task_id=str(i),
             question=q,
             system_prompt=system,
@@ -43,8 +42,14 @@ def _requests(
             budget=Budget(max_new_tokens=max_new),
             chat=policy.chat,
         )
-        out.append(e.request())
-    return out
+        for i, q in enumerate(questions)
+    ]
+
+
+def _requests(
+    policy: TransformersPolicy, questions: list[str], max_new: int = 20, system: str = "sys"
+) -> list[TurnRequest]:
+    return [e.request() for e in _episodes(policy, questions, max_new, system)]
 
 
 def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
@@ -118,17 +123,7 @@ def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: s
 def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> None:
     tok, model = tiny
     policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=2))
-    episodes = [
-        Episode(
-            task_id=str(i),
-            question=q,
-            system_prompt=LONG_SYSTEM,
-            seed=i,
-            budget=Budget(max_new_tokens=12),
-            chat=policy.chat,
-        )
-        for i, q in enumerate(["short?", "a longer question?", "mid?"])
-    ]
+    episodes = _episodes(policy, ["short?", "a longer question?", "mid?"], 12, LONG_SYSTEM)
     widths: list[int] = []
     hook = model.register_forward_pre_hook(
         lambda _, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True
@@ -235,17 +230,7 @@ def test_a_batch_the_device_cannot_hold_is_retried_at_half_the_size(tiny) -> Non
 
     def episodes(policy: TransformersPolicy) -> list[Episode]:
         questions = ["short?", "a longer question?", "mid?", "fourth one?", "five?"]
-        return [
-            Episode(
-                task_id=str(i),
-                question=q,
-                system_prompt=LONG_SYSTEM,
-                seed=i,
-                budget=Budget(max_new_tokens=10),
-                chat=policy.chat,
-            )
-            for i, q in enumerate(questions)
-        ]
+        return _episodes(policy, questions, 10, LONG_SYSTEM)
 
     def play(policy: TransformersPolicy) -> list[tuple[int, ...]]:
         eps, ids = episodes(policy), []
