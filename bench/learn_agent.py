@@ -24,8 +24,9 @@ compact system prompt (same turn format); the paper's defaults are otherwise unc
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, <= 15 min on 2 cores
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget
     for s in 0 1 2; do                                       # or side by side on one GPU, merged
-      python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 450 \
-        --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --name gpu_s$s \
+      python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 500 \
+        --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --eval-batch 128 \
+        --probe-questions 64 --dev-every 3 --name gpu_s$s \
         $([ $s = 0 ] || echo --no-untrained) &             # one process evaluates the untrained model
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
 
@@ -635,7 +636,7 @@ def main() -> None:
         "dev_every": 10,
         "dev_per_set": 6,
         "pass_samples": 2,
-        "micro_batch": 16,
+        "micro_batch": 4,  # SFT's activations at 16 outgrow a third of an H100 (seeds side by side)
         "eval_batch": 64,
     }
     for k, v in (quick if args.quick else full).items():

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import Stemmer
 import torch
@@ -29,6 +28,7 @@ from tqdm import tqdm
 
 from wikisim.index import open_index
 from wikisim.index.base import Retriever
+from wikisim.index.bm25s_import import bm25s
 from wikisim.index.build import ensure_bundled_index
 from wikisim.index.dense import DenseRetriever
 from wikisim.index.hybrid import FusionParams, HybridRetriever, fuse

@@ -11,6 +11,7 @@ pushed to that server before the first batch and after every update (`agent.trai
 from __future__ import annotations
 
 import copy
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -26,12 +27,12 @@ from agent.train.curriculum import Curriculum, CurriculumConfig
 from agent.train.loop import (
     Batch,
     RunDir,
+    accumulate,
     collate,
     global_sum,
     load_model,
     make_accelerator,
     make_optimizer,
-    micro_batches,
     plot_curves,
 )
 from agent.train.losses import (
@@ -132,19 +133,20 @@ def grpo_update(
     kept_mask = batch.loss_mask * include.float().unsqueeze(1)
     n_tok = global_sum(accelerator, kept_mask.sum().item())
     n_seq = global_sum(accelerator, float(((kept_mask.sum(1)) > 0).sum().item()))
-    sums = dict.fromkeys(
-        ("loss", "pg_loss", "kl", "clip_fraction", "entropy", "entropy_tokens"), 0.0
-    )
     t_fb = time.perf_counter()
     model.train()
-    for mb in micro_batches(len(trajs), cfg.micro_batch_size):
+
+    def backward(mb: slice) -> dict[str, float]:
         terms = _micro_batch_loss(
             model, ref_model, batch, mb, adv, include, kept_mask, cfg, n_tok, n_seq
         )
         # DDP averages gradients over processes; the normalizers are global, so scale back to a sum
         accelerator.backward(terms["loss"] * accelerator.num_processes)
-        for k, v in terms.items():
-            sums[k] += float(v.detach())
+        return {k: float(v.detach()) for k, v in terms.items()}
+
+    sums, micro_batch = accumulate(
+        accelerator, optimizer, len(trajs), cfg.micro_batch_size, backward
+    )
     norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
     optimizer.step()
     scheduler.step()
@@ -172,6 +174,7 @@ def grpo_update(
         "adv_std": max(a["adv_sq"] / a["n"] - adv_mean**2, 0.0) ** 0.5,
         "adv_nonzero_share": a["adv_nonzero"] / a["n"],
         "grad_norm": float(norm),
+        "micro_batch": micro_batch,
         "lr": scheduler.get_last_lr()[0],
         "time_train": t_fb,
     }
@@ -462,6 +465,8 @@ def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -
     metrics = grpo_update(
         r.model, r.optimizer, r.scheduler, accelerator, trajs, cfg, r.pad, r.ref_model
     )
+    if metrics["micro_batch"] < cfg.micro_batch_size:  # it ran out of memory: keep the size
+        r.cfg = dataclasses.replace(cfg, micro_batch_size=int(metrics["micro_batch"]))
     if r.sync is not None:
         t_sync = time.perf_counter()
         r.sync.push(r.model, step + 1)

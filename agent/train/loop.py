@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -136,6 +136,36 @@ def collate(trajectories: Sequence[Trajectory], pad_id: int) -> Batch:
 
 def micro_batches(n: int, size: int) -> list[slice]:
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def accumulate(
+    accelerator: Any,
+    optimizer: torch.optim.Optimizer,
+    n: int,
+    size: int,
+    step: Callable[[slice], dict[str, float]],
+) -> tuple[dict[str, float], int]:
+    """Forward and backward over `n` rows in micro-batches of `size`, summing what `step` returns;
+    also the size it ended at, which the caller keeps for later updates.
+
+    A micro-batch that runs out of GPU memory drops the update's gradients and starts it over at
+    half the size (the same sums, the same update), as the policy's sampler does for generation.
+    Under DDP the other processes would be left waiting in a collective, so there it raises.
+    """
+    while True:
+        sums: dict[str, float] = {}
+        try:
+            for mb in micro_batches(n, size):
+                for k, v in step(mb).items():
+                    sums[k] = sums.get(k, 0.0) + v
+            return sums, size
+        except torch.OutOfMemoryError:
+            if size == 1 or accelerator.num_processes > 1:
+                raise
+            optimizer.zero_grad(set_to_none=True)
+            size = (size + 1) // 2
+        if torch.cuda.is_available():  # outside `except`: the failed pass's tensors are freed
+            torch.cuda.empty_cache()
 
 
 def global_sum(accelerator, value: float) -> float:

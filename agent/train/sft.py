@@ -7,6 +7,7 @@ Accelerate with the loss on the policy's own tokens only (prompt and observation
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from agent.rollout.trajectory import Trajectory
 from agent.train.config import SFTConfig
 from agent.train.loop import (
     RunDir,
+    accumulate,
     collate,
     global_sum,
     load_model,
     make_accelerator,
     make_optimizer,
-    micro_batches,
     plot_curves,
 )
 from agent.train.losses import kept_logprobs, kept_positions, masked_nll
@@ -158,6 +159,15 @@ def sft_loss(model: Any, batch: Any, mb: slice, n_tokens: float) -> torch.Tensor
     return masked_nll(kept_logprobs(logits, ids, keep), batch.loss_mask[mb], n_tokens)
 
 
+def _backward(
+    model: Any, accelerator: Any, batch: Any, n_tokens: float, mb: slice
+) -> dict[str, float]:
+    loss = sft_loss(model, batch, mb, n_tokens)
+    # DDP averages gradients over processes; scale back to a sum over the global batch
+    accelerator.backward(loss * accelerator.num_processes)
+    return {"loss": loss.item()}
+
+
 def train_sft(
     cfg: SFTConfig, trajectories: Sequence[Trajectory], *, stop_after: int | None = None
 ) -> SFTResult:
@@ -186,6 +196,7 @@ def train_sft(
         total = start
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     losses: list[float] = []
+    micro_batch = cfg.micro_batch_size  # halved for good where a micro-batch runs out of memory
     for step in range(start, total):
         idx = _shard(
             _step_indices(cfg, len(trajectories), step, steps_per_epoch),
@@ -194,12 +205,14 @@ def train_sft(
         )
         batch = collate([trajectories[i] for i in idx], pad).to(accelerator.device)
         n_tokens = global_sum(accelerator, batch.loss_mask.sum().item())
-        local_loss = 0.0
-        for mb in micro_batches(len(idx), cfg.micro_batch_size):
-            loss = sft_loss(model, batch, mb, n_tokens)
-            # DDP averages gradients over processes; scale back to a sum over the global batch
-            accelerator.backward(loss * accelerator.num_processes)
-            local_loss += loss.item()
+        sums, micro_batch = accumulate(
+            accelerator,
+            optimizer,
+            len(idx),
+            micro_batch,
+            functools.partial(_backward, model, accelerator, batch, n_tokens),
+        )
+        local_loss = sums["loss"]
         norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
         scheduler.step()
@@ -215,6 +228,7 @@ def train_sft(
                 "grad_norm": float(norm),
                 "lr": scheduler.get_last_lr()[0],
                 "tokens": n_tokens,
+                "micro_batch": micro_batch,
             }
         )
         done = step + 1

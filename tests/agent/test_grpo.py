@@ -189,6 +189,33 @@ def test_update_is_token_level_over_the_batch(tok, tmp_path):
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
+def test_an_update_out_of_memory_retries_at_half_the_micro_batch(tok, tmp_path):
+    """On a device with room for 2 rows, 4-row micro-batches give the update 2-row ones give."""
+    trajs = group(tok, [1.0, 0.0, 0.5, 0.0])
+
+    def update(micro_batch: int, rows: int) -> tuple[dict, list[torch.Tensor]]:
+        cfg = GRPOConfig(
+            output_dir=str(tmp_path), group_size=4, micro_batch_size=micro_batch, cpu=True, lr=1e-3
+        )
+        acc = make_accelerator(cfg)
+        _, model = tiny_model(0)
+
+        def check(_, args, kwargs):
+            if kwargs["input_ids"].shape[0] > rows:
+                raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+        model.register_forward_pre_hook(check, with_kwargs=True)
+        opt, sched = make_optimizer(cfg, model, 1)
+        model, opt, sched = acc.prepare(model, opt, sched)
+        out = grpo_update(model, opt, sched, acc, trajs, cfg, tok.pad_token_id)
+        return out, [p.detach().clone() for p in model.parameters()]
+
+    (two, w2), (four, w4) = update(2, rows=4), update(4, rows=2)
+    assert two["micro_batch"] == four["micro_batch"] == 2
+    assert four["loss"] == two["loss"] and four["grad_norm"] == two["grad_norm"]
+    assert all(torch.equal(a, b) for a, b in zip(w2, w4, strict=True))
+
+
 def test_rollout_stats_and_sample_pass_rates(tok):
     trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(3,))
     s = rollout_stats(trajs)

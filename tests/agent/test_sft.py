@@ -187,3 +187,32 @@ def test_lora_trains_adapters_and_saves_a_merged_model(tmp_path, data):
         k for k, v in merged.state_dict().items() if not torch.equal(v, base.state_dict()[k])
     ]
     assert changed and all("proj" in k for k in changed)  # only the adapted linear layers moved
+
+
+def test_a_micro_batch_out_of_memory_retries_the_step_at_half_the_size(tmp_path, data, monkeypatch):
+    """A device with room for 2 rows: a run asked for 4-row micro-batches trains exactly as a run
+    of 2-row ones (the failed pass leaves no gradient) and logs the size it kept."""
+    import agent.train.sft as sft_module
+
+    load = sft_module.load_model
+
+    def device_of(rows: int):  # load_model, on a device with memory for `rows` rows
+        def check(_, args, kwargs):
+            if kwargs["input_ids"].shape[0] > rows:
+                raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+        def loaded(*args, **kwargs):
+            tok, model = load(*args, **kwargs)
+            model.register_forward_pre_hook(check, with_kwargs=True)
+            return tok, model
+
+        return loaded
+
+    two = train_sft(cfg(tmp_path / "a", micro_batch_size=2), data).losses
+    monkeypatch.setattr(sft_module, "load_model", device_of(2))
+    four = train_sft(cfg(tmp_path / "b", micro_batch_size=4), data).losses
+    assert four == two
+    assert {r["micro_batch"] for r in read_metrics(tmp_path / "b" / "metrics.jsonl")} == {2}
+    monkeypatch.setattr(sft_module, "load_model", device_of(0))
+    with pytest.raises(torch.OutOfMemoryError):  # one row that does not fit: the device's limit
+        train_sft(cfg(tmp_path / "c", micro_batch_size=1), data)

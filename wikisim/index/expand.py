@@ -27,8 +27,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from bm25s.stopwords import STOPWORDS_EN
-
+from wikisim.index.bm25s_import import STOPWORDS_EN
 from wikisim.index.ranked import Ranked, top_k
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
 from wikisim.index.base import SNIPPET_CHARS
+from wikisim.index.bm25s_import import STOPWORDS_EN
 from wikisim.index.passages import split_sentences
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")

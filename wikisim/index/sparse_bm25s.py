@@ -12,10 +12,10 @@ from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
-import bm25s
 import numpy as np
 
 from wikisim.errors import IndexNotBuiltError
+from wikisim.index.bm25s_import import bm25s
 from wikisim.index.passages import Passage, PassageStore
 from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
 from wikisim.index.snippets import terms
