@@ -51,7 +51,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from learn_agent import ENV, load_data  # noqa: E402
+from learn_agent import ENV, add_question_groups, load_data  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from agent.rollout.models import is_adapter, load_local  # noqa: E402
@@ -101,6 +101,7 @@ def main() -> None:
         help="an answer not read in an observation earns no reward (no credit for recall)",
     )
     p.add_argument("--questions-per-step", type=int, default=2)
+    add_question_groups(p)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument(
@@ -216,6 +217,7 @@ def main() -> None:
         curriculum=True,
         pool_size=max(args.questions_per_step, len(start.in_band)),
         retire_after=4 * args.group_size,
+        question_rollouts=args.question_groups * args.group_size,
         dev_every=0,
         cpu=device == "cpu",
         resume=False,

@@ -9,7 +9,10 @@ The real model the package ships, its own tokenizer and chat template, the real 
      run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`); GRPO trains on the
      training questions the teacher answered from an observation, starting on those the SFT
      policy sometimes solves (its pass rates, probed on `--probe-questions` of them, are the
-     curriculum's prior: a group with equal rewards has no advantage), with the env's F1 reward
+     curriculum's prior: a group with equal rewards has no advantage), one group per question
+     before fresh ones (`--question-groups`; the pool of 8-13 in-band questions that session 13's
+     GRPO sampled step after step rose in training reward, 0.26 -> 0.51, while held-out EM moved
+     +0.011), with the env's F1 reward
      (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
      observation (`--no-grounded-only` pays recall too), at temperature 0.7;
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
@@ -358,6 +361,7 @@ class Bench:
                 curriculum=True,
                 pool_size=max(len(start.in_band), a.questions_per_step),
                 retire_after=4 * a.group_size,
+                question_rollouts=a.question_groups * a.group_size,
             )
         if (
             a.deadline_s
@@ -385,6 +389,17 @@ class Bench:
         res["gpu_peak_mb"] = dict(self.gpu_peak_mb)
         res["batch_backoffs"] = dict(self.batch_backoffs)
         return res
+
+
+def add_question_groups(p: argparse.ArgumentParser) -> None:
+    """GRPO's `question_rollouts` in groups (this bench and grpo_from_sft.py)."""
+    p.add_argument(
+        "--question-groups",
+        type=int,
+        default=1,
+        help="groups a question gets before it leaves the pool for fresh ones, until none is left "
+        "(0: it stays while in band; a pool of the few in-band questions then has its answers memorised)",
+    )
 
 
 def pooled(per_set: dict[str, dict], key: str) -> float:
@@ -562,6 +577,7 @@ def main() -> None:
         default="f1",
         help="the env's reward in GRPO (f1: partial credit); evaluation reports both",
     )
+    add_question_groups(p)
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
     p.add_argument(

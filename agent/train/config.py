@@ -151,6 +151,8 @@ class GRPOConfig(TrainConfig):
     probe_samples: int = 4  # rollouts per probed question
     pool_size: int = 32  # active questions when the curriculum is on
     retire_after: int = 16  # rollouts seen before a question may be retired
+    question_rollouts: int = 0  # > 0: a question leaves the pool after this many rollouts, in band
+    # or not, until no fresh one is left: GRPO on a few in-band questions memorises their answers
     band_low: float = 0.0  # a question stays while low < pass rate < high
     band_high: float = 1.0
     generation_server: str = (
@@ -198,6 +200,7 @@ class GRPOConfig(TrainConfig):
             format_penalty=self.format_penalty,
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
+            question_rollouts=self.question_rollouts,
         )
         if self.probe_questions and not self.curriculum:
             raise ConfigError(

@@ -4,8 +4,12 @@ A question always solved or never solved gives GRPO no signal (every leave-one-o
 advantage of its group is 0), so after `retire_after` rollouts it is retired and the pool
 is topped up with fresh questions, skipping those whose prior pass rate (when one is
 known, e.g. from a probe of the starting weights) lies outside the useful band; questions
-with a prior come first, so the pool starts on those inside the band. The pool's
-composition by each task's tags (uncertainty type, structure) is logged over time.
+with a prior come first, so the pool starts on those inside the band. With `max_rollouts`
+a question also leaves once it has had that many rollouts, whatever its pass rate: a pool
+of the few in-band questions, sampled step after step, teaches their answers rather than
+how to find answers. Spent questions come back, in the order they left, only when no fresh
+one is left (a second pass), and only those whose own pass rate so far is inside the band. The pool's composition by each task's tags (uncertainty
+type, structure) is logged over time.
 Deterministic: the order of fresh questions comes from the seed, picks from visit counts.
 """
 
@@ -26,18 +30,22 @@ class CurriculumConfig:
     pool_size: active questions sampled from.
     retire_after: rollouts a question must have had before it can be retired.
     band_low, band_high: a question stays while band_low < pass rate < band_high.
+    max_rollouts: a question leaves after this many rollouts in one pass (0: it stays while in band).
     """
 
     pool_size: int = 32
     retire_after: int = 16
     band_low: float = 0.0
     band_high: float = 1.0
+    max_rollouts: int = 0
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or self.retire_after < 1:
             raise ConfigError(
                 f"pool_size={self.pool_size} and retire_after={self.retire_after} must be >= 1"
             )
+        if self.max_rollouts < 0:
+            raise ConfigError(f"max_rollouts={self.max_rollouts} must be >= 0 (0: no limit)")
         if not 0.0 <= self.band_low < self.band_high <= 1.0:
             raise ConfigError(
                 f"need 0 <= band_low < band_high <= 1, got {self.band_low}, {self.band_high}"
@@ -70,22 +78,31 @@ class Curriculum:
         self.pool: list[str] = []
         self.seen: dict[str, int] = {}
         self.solved: dict[str, int] = {}
-        self.retired: dict[str, str] = {}  # id -> "solved" | "unsolved"
-        self.skipped: list[str] = []  # fresh questions whose prior was outside the band
+        self.retired: dict[str, str] = {}  # id -> "solved" | "unsolved" | "spent"
+        self.skipped: list[str] = []  # outside the band by prior (or, returning, by own rate)
+        self.entered: dict[str, int] = {}  # id -> its rollouts when it last entered the pool
         self._top_up()
 
     def rate(self, task_id: str) -> float:
         return self.solved.get(task_id, 0) / max(1, self.seen.get(task_id, 0))
 
     def _in_band(self, task_id: str) -> bool:
-        p = self.prior.get(task_id)
+        """By its own pass rate once it has rollouts (a spent one, returning), else by its prior."""
+        p = self.rate(task_id) if task_id in self.seen else self.prior.get(task_id)
         return p is None or self.cfg.band_low < p < self.cfg.band_high
 
     def _top_up(self) -> None:
-        while len(self.pool) < self.cfg.pool_size and self.fresh:
+        while len(self.pool) < self.cfg.pool_size:
+            if not self.fresh:  # a new pass over the spent questions, in the order they left
+                self.fresh = [t for t, why in self.retired.items() if why == "spent"]
+                if not self.fresh:
+                    return
+                for tid in self.fresh:
+                    del self.retired[tid]
             tid = self.fresh.pop(0)
             if self._in_band(tid):
                 self.pool.append(tid)
+                self.entered[tid] = self.seen.get(tid, 0)
             else:
                 self.skipped.append(tid)
 
@@ -105,14 +122,16 @@ class Curriculum:
             self.solved[tid] = self.solved.get(tid, 0) + int(ok)
         retired = []
         for tid in list(self.pool):
-            if self.seen.get(tid, 0) < self.cfg.retire_after:
-                continue
-            r = self.rate(tid)
-            if r <= self.cfg.band_low or r >= self.cfg.band_high:
+            r, seen = self.rate(tid), self.seen.get(tid, 0)
+            if seen >= self.cfg.retire_after and not self.cfg.band_low < r < self.cfg.band_high:
                 reason = "solved" if r >= self.cfg.band_high else "unsolved"
-                self.pool.remove(tid)
-                self.retired[tid] = reason
-                retired.append((tid, reason))
+            elif self.cfg.max_rollouts and seen - self.entered.get(tid, 0) >= self.cfg.max_rollouts:
+                reason = "spent"
+            else:
+                continue
+            self.pool.remove(tid)
+            self.retired[tid] = reason
+            retired.append((tid, reason))
         self._top_up()
         return retired
 
@@ -123,6 +142,7 @@ class Curriculum:
             "fresh_left": len(self.fresh),
             "retired_solved": sum(1 for r in self.retired.values() if r == "solved"),
             "retired_unsolved": sum(1 for r in self.retired.values() if r == "unsolved"),
+            "retired_spent": sum(1 for r in self.retired.values() if r == "spent"),
             "skipped_by_prior": len(self.skipped),
         }
         keys = sorted({k for tid in self.pool for k in self.tags.get(tid, {})})
@@ -141,9 +161,11 @@ class Curriculum:
             "solved": dict(self.solved),
             "retired": dict(self.retired),
             "skipped": list(self.skipped),
+            "entered": dict(self.entered),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.fresh, self.pool = list(state["fresh"]), list(state["pool"])
         self.seen, self.solved = dict(state["seen"]), dict(state["solved"])
         self.retired, self.skipped = dict(state["retired"]), list(state["skipped"])
+        self.entered = dict(state.get("entered", {}))  # absent from runs saved before it existed

@@ -412,7 +412,9 @@ def _prepare(
     run = RunDir(cfg, accelerator)
     cur = None
     if cfg.curriculum:
-        ccfg = CurriculumConfig(cfg.pool_size, cfg.retire_after, cfg.band_low, cfg.band_high)
+        ccfg = CurriculumConfig(
+            cfg.pool_size, cfg.retire_after, cfg.band_low, cfg.band_high, cfg.question_rollouts
+        )
         cur = Curriculum(list(task_ids), ccfg, seed=cfg.seed, tags=tags, prior=prior)
     start, state = run.resume() if cfg.resume else (0, {})
     if cur is not None and state.get("curriculum"):

@@ -53,9 +53,10 @@ def test_prior_outside_band_is_skipped():
 
 
 def test_state_round_trip_and_determinism():
-    cfg = CurriculumConfig(pool_size=3, retire_after=2)
+    cfg = CurriculumConfig(pool_size=3, retire_after=2, max_rollouts=3)
     a = Curriculum(IDS, cfg, seed=3)
-    a.update([(a.pool[0], True), (a.pool[0], True)])
+    a.update([(a.pool[0], True), (a.pool[0], True), (a.pool[1], True), (a.pool[1], False)])
+    a.update([(a.pool[0], False)])
     b = Curriculum(IDS, cfg, seed=3)
     b.load_state_dict(a.state_dict())
     assert b.state_dict() == a.state_dict()
@@ -65,7 +66,38 @@ def test_state_round_trip_and_determinism():
 def test_bad_config_and_empty_pool():
     with pytest.raises(ConfigError, match="band_low"):
         CurriculumConfig(band_low=0.6, band_high=0.5)
+    with pytest.raises(ConfigError, match="max_rollouts"):
+        CurriculumConfig(max_rollouts=-1)
     cur = Curriculum(["x"], CurriculumConfig(pool_size=1, retire_after=1))
     cur.update([("x", True)])
+    with pytest.raises(ConfigError, match="pool is empty"):
+        cur.next_questions(1)
+
+
+def test_a_question_leaves_after_max_rollouts_and_comes_back_once_none_is_fresh():
+    cur = Curriculum(IDS, CurriculumConfig(pool_size=2, retire_after=100, max_rollouts=2), seed=1)
+    order = cur.pool + cur.fresh
+    a, b, c, d, e, f = order
+
+    def one_group_each() -> list[tuple[str, str]]:
+        return cur.update([(t, ok) for t in list(cur.pool) for ok in (True, False)])
+
+    assert cur.update([(a, True), (a, False)]) == [(a, "spent")]  # in band, but spent
+    assert cur.pool == [b, c] and cur.fresh == [d, e, f]
+    assert one_group_each() == [(b, "spent"), (c, "spent")] and cur.pool == [d, e]
+    assert cur.composition()["retired_spent"] == 3
+    one_group_each()  # d and e leave, f is the last fresh one: a second pass begins with a
+    assert cur.pool == [f, a] and cur.fresh == [b, c, d, e]
+    assert cur.update([(a, True)]) == []  # its count restarted when it came back
+    assert cur.update([(a, False)]) == [(a, "spent")] and cur.pool == [f, b]
+    settled = Curriculum(IDS, CurriculumConfig(pool_size=2, retire_after=2, max_rollouts=2), seed=1)
+    assert settled.update([(a, True), (a, True)]) == [(a, "solved")]  # the band decides first
+
+
+def test_a_spent_question_returns_only_if_its_own_pass_rate_is_in_band():
+    cur = Curriculum(IDS, CurriculumConfig(pool_size=6, retire_after=100, max_rollouts=1))
+    never, *rest = cur.pool
+    cur.update([(never, False)] + [(t, True) for t in rest[:2]] + [(t, False) for t in rest[2:]])
+    assert cur.pool == [] and sorted(cur.skipped) == sorted(IDS)  # 0 or 1 so far: none returns
     with pytest.raises(ConfigError, match="pool is empty"):
         cur.next_questions(1)

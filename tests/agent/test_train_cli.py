@@ -61,6 +61,7 @@ def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):
         ({"group_size": 1}, "group_size=1"),
         ({"steps": "ten"}, "must be a int"),
         ({"band_low": 0.5, "band_high": 0.5}, "band_low"),
+        ({"question_rollouts": -8}, "question_rollouts=-8"),
         ({"clip_eps": 0.2, "temperature": 0.7}, "tempered"),
     ],
 )
@@ -149,6 +150,8 @@ def runs(tmp_path_factory, sample_index):
         "3",
         "--retire-after",
         "2",
+        "--question-rollouts",
+        "2",
         "--micro-batch-size",
         "2",
     ]
@@ -196,6 +199,7 @@ def test_grpo_logs_every_step(runs):
         assert key in rows[0], key
     assert "dev_pass@1" in rows[1] and "dev_pass@k" in rows[1] and "dev_pass@1" not in rows[0]
     assert rows[0]["pool"]["pool"] == 3 and set(rows[0]["pool"]["by_structure"]) == {"?hop"}
+    assert rows[0]["retired"] == 2  # one group each (--question-rollouts 2): settled or spent
     assert (runs / "c" / "curves.png").is_file()
 
 
