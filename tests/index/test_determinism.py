@@ -53,20 +53,9 @@ def test_sample_builds_alike_under_two_hash_seeds(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dense_builds_alike_under_two_hash_seeds(tmp_path: Path) -> None:
-    lines = (
-        (DATA_DIR / "dumps" / "wiki18-passages-1000.jsonl").read_text(encoding="utf-8").splitlines()
-    )
-    small = tmp_path / "wiki18-60.jsonl"
-    small.write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
-    a = _build([small], tmp_path / "a", "3", "--no-lucene", "--dense-index", "ivf")
-    b = _build([small], tmp_path / "b", "4", "--no-lucene", "--dense-index", "ivf")
-    assert "dense/index.faiss" in a and a == b
-
-
-@pytest.mark.slow
 def test_ray_engine_on_two_cpu_workers_builds_the_same_index(tmp_path: Path) -> None:
-    """`--engine ray` on a local Ray cluster of 2 CPUs: parsing tasks and encoder actors."""
+    """`--engine ray` on a local Ray cluster of 2 CPUs (parsing tasks, encoder actors) and one
+    process, under two hash seeds: the same bytes, the dense vectors and IVF's k-means included."""
     pytest.importorskip("ray")
     lines = (
         (DATA_DIR / "dumps" / "wiki18-passages-1000.jsonl").read_text(encoding="utf-8").splitlines()
@@ -74,12 +63,16 @@ def test_ray_engine_on_two_cpu_workers_builds_the_same_index(tmp_path: Path) -> 
     small = tmp_path / "wiki18-60.jsonl"
     small.write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
     wikitext = DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"  # parsed in Ray tasks
-    local = _build([wikitext, small], tmp_path / "local", "5", "--no-lucene")
+    local = _build(
+        [wikitext, small], tmp_path / "local", "5", "--no-lucene", "--dense-index", "ivf"
+    )
     ray = _build(
         [wikitext, small],
         tmp_path / "ray",
         "6",
         "--no-lucene",
+        "--dense-index",
+        "ivf",
         "--engine",
         "ray",
         "--workers",
