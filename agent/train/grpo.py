@@ -197,8 +197,8 @@ def _micro_batch_loss(
     The lm_head runs only at the positions the loss mask keeps (`kept_positions`), not over
     every position: the terms equal the full-logits computation's (tested).
     """
-    ids, att = batch.input_ids[mb], batch.attention_mask[mb]
-    keep = kept_positions(batch.loss_mask[mb])
+    rows = batch.rows(mb)  # cut to its longest row
+    ids, att, keep = rows.input_ids, rows.attention_mask, kept_positions(rows.loss_mask)
     logits = model(input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False).logits
     logp, ent = kept_logprobs_entropy(logits, ids, keep, entropy_grad=bool(cfg.entropy_coef))
     del logits
@@ -212,10 +212,10 @@ def _micro_batch_loss(
     terms = policy_gradient_loss(
         logp,
         adv[mb],
-        batch.loss_mask[mb],
+        rows.loss_mask,
         include[mb],
         aggregation=cfg.aggregation,
-        old_logprobs=batch.old_logprobs[mb] if cfg.clip_eps else None,
+        old_logprobs=rows.old_logprobs if cfg.clip_eps else None,
         clip_eps=cfg.clip_eps or None,
         ref_logprobs=ref,
         kl_coef=cfg.kl_coef,
@@ -223,10 +223,11 @@ def _micro_batch_loss(
         sequence_normalizer=n_seq,
     )
     loss = terms.loss
-    m = batch.loss_mask[mb].float()
+    m = rows.loss_mask.float()
     ent_sum, ent_n = (ent.detach() * m).sum(), m.sum()
     if cfg.entropy_coef:
-        loss = loss - cfg.entropy_coef * (ent * kept_mask[mb]).sum() / max(n_tok, 1.0)
+        kept = kept_mask[mb, : m.shape[1]]
+        loss = loss - cfg.entropy_coef * (ent * kept).sum() / max(n_tok, 1.0)
     return {
         "loss": loss,
         "pg_loss": terms.pg_loss,

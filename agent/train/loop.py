@@ -104,6 +104,19 @@ class Batch:
     loss_mask: torch.Tensor  # (B, L-1) 1 on the policy's tokens
     old_logprobs: torch.Tensor  # (B, L-1) the sampler's log-probs (0 off the mask)
 
+    def rows(self, mb: slice) -> Batch:
+        """Rows `mb`, cut to the longest of them: the columns past it are padding in every row,
+        and no real token attends to a later column, so the cut changes no score. Each row
+        was padded to the whole batch's longest: a micro-batch of one short row ran the model
+        over the long row's length."""
+        width = int(self.attention_mask[mb].sum(1).max())
+        return Batch(
+            self.input_ids[mb, :width],
+            self.attention_mask[mb, :width],
+            self.loss_mask[mb, : width - 1],
+            self.old_logprobs[mb, : width - 1],
+        )
+
     def to(self, device: torch.device) -> Batch:
         return Batch(
             *(

@@ -152,11 +152,12 @@ def sft_loss(model: Any, batch: Any, mb: slice, n_tokens: float) -> torch.Tensor
     logits with their log-softmax were most of a step's memory. The loss equals the
     full-logits one (tested).
     """
-    ids, keep = batch.input_ids[mb], kept_positions(batch.loss_mask[mb])
+    rows = batch.rows(mb)
+    ids, keep = rows.input_ids, kept_positions(rows.loss_mask)
     logits = model(
-        input_ids=ids, attention_mask=batch.attention_mask[mb], logits_to_keep=keep, use_cache=False
+        input_ids=ids, attention_mask=rows.attention_mask, logits_to_keep=keep, use_cache=False
     ).logits
-    return masked_nll(kept_logprobs(logits, ids, keep), batch.loss_mask[mb], n_tokens)
+    return masked_nll(kept_logprobs(logits, ids, keep), rows.loss_mask, n_tokens)
 
 
 def _backward(

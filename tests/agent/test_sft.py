@@ -127,6 +127,29 @@ def test_the_loss_at_kept_positions_equals_the_full_logits_loss(tok, data):
         assert torch.allclose(got, want, atol=1e-6)
 
 
+def test_a_micro_batch_runs_the_model_over_its_own_longest_row(tok, data):
+    """Rows are padded to the batch's longest; a micro-batch is cut to its own: same loss and grads."""
+    _, model = tiny_model(0)
+    batch = collate(data[:3], tok.pad_token_id)
+    lengths = batch.attention_mask.sum(1).tolist()
+    assert len(set(lengths)) == 3
+    n = float(batch.loss_mask.sum())
+    whole = sft_loss(model, batch, slice(0, 3), n)
+    whole.backward()
+    expect = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    widths: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    parts = sum(sft_loss(model, batch, slice(i, i + 1), n) for i in range(3))
+    parts.backward()
+    hook.remove()
+    assert widths == lengths and torch.allclose(parts, whole, atol=1e-6)
+    for got, want in zip((p.grad for p in model.parameters()), expect, strict=True):
+        assert torch.allclose(got, want, atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def six_epochs(tmp_path_factory, data):
     """One straight 12-step run that several tests compare against."""
