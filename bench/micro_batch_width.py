@@ -20,7 +20,9 @@ import json
 import os
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,8 +50,38 @@ def varied(n: int, seed: int) -> list[Trajectory]:
     return out
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def alternate(variants: dict[str, Callable[[], dict]], repeats: int) -> dict[str, list[dict]]:
+    """Each variant's runs, alternating, so that the machine's load falls on all alike."""
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, run in variants.items():
+            runs[name].append(run())
+            print(name, runs[name][-1], flush=True)
+    return runs
+
+
+def report(name: str, args: argparse.Namespace, trajs: list[Trajectory], runs: dict) -> None:
+    """Median times, the first variant's over the second's, and how far their first runs' loss
+    and gradient norm differ; written to bench/results/NAME.json and printed."""
+    (base, slow), (new, fast) = ((k, v[0]) for k, v in runs.items())
+    time = {k: statistics.median(r["time_s"] for r in v) for k, v in runs.items()}
+    summary = {
+        **{k: v for k, v in vars(args).items() if k not in ("init", "threads")},
+        "tokens_per_sequence": [len(t.token_ids()) for t in trajs],
+        "time_s": time,
+        f"time_ratio_{base}_over_{new}".replace(" ", "_"): time[base] / time[new],
+        "loss_abs_diff": abs(slow["loss"] - fast["loss"]),
+        "grad_norm_rel_diff": abs(slow["grad_norm"] - fast["grad_norm"]) / slow["grad_norm"],
+        "threads": args.threads,
+        "load_avg_1min": os.getloadavg()[0],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print(json.dumps(summary))
+
+
+def setup(p: argparse.ArgumentParser) -> tuple[argparse.Namespace, list[Trajectory]]:
+    """The flags this bench and grpo_rows.py share, parsed; torch's threads; the episodes."""
     p.add_argument("--init", default="data/models/smollm2-wikisim-lora")
     p.add_argument("--sequences", type=int, default=8)
     p.add_argument("--micro-batch", type=int, default=1)
@@ -58,33 +90,20 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    trajs = varied(args.sequences, args.seed)
-    cut = Batch.rows
-    runs: dict[str, list[dict]] = {"padded": [], "cut": []}
-    for _ in range(args.repeats):
-        for name, rows in (("padded", padded_rows), ("cut", cut)):
-            Batch.rows = rows  # type: ignore[method-assign]
-            try:
-                runs[name].append(sft_update(args, args.micro_batch, trajs))
-            finally:
-                Batch.rows = cut  # type: ignore[method-assign]
-            print(name, runs[name][-1], flush=True)
-    time = {k: statistics.median(r["time_s"] for r in v) for k, v in runs.items()}
-    summary = {
-        "sequences": args.sequences,
-        "micro_batch": args.micro_batch,
-        "tokens_per_sequence": [len(t.token_ids()) for t in trajs],
-        "time_s": time,
-        "time_ratio_padded_over_cut": time["padded"] / time["cut"],
-        "loss_abs_diff": abs(runs["padded"][0]["loss"] - runs["cut"][0]["loss"]),
-        "grad_norm_rel_diff": abs(runs["padded"][0]["grad_norm"] - runs["cut"][0]["grad_norm"])
-        / runs["padded"][0]["grad_norm"],
-        "threads": args.threads,
-        "load_avg_1min": os.getloadavg()[0],
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "micro_batch_width.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    print(json.dumps(summary))
+    return args, varied(args.sequences, args.seed)
+
+
+def main() -> None:
+    args, trajs = setup(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+
+    def padded() -> dict:
+        with mock.patch.object(Batch, "rows", padded_rows):
+            return sft_update(args, args.micro_batch, trajs)
+
+    runs = alternate(
+        {"padded": padded, "cut": lambda: sft_update(args, args.micro_batch, trajs)}, args.repeats
+    )
+    report("micro_batch_width", args, trajs, runs)
 
 
 if __name__ == "__main__":

@@ -126,27 +126,40 @@ def grpo_update(
     pad_id: int,
     ref_model: torch.nn.Module | None = None,
 ) -> dict[str, float]:
-    """One optimizer update from freshly sampled rollouts; returns global (all-process) metrics."""
+    """One optimizer update from freshly sampled rollouts; returns global (all-process) metrics.
+
+    The normalizers count every included token; the forward and backward passes run only over
+    `rows_in_update`, so the entropy and clip fraction logged are those rows'.
+    """
     adv, include = advantages_for(trajs, cfg)
-    batch: Batch = collate(trajs, pad_id).to(accelerator.device)
-    adv, include = adv.to(accelerator.device), include.to(accelerator.device)
-    kept_mask = batch.loss_mask * include.float().unsqueeze(1)
-    n_tok = global_sum(accelerator, kept_mask.sum().item())
-    n_seq = global_sum(accelerator, float(((kept_mask.sum(1)) > 0).sum().item()))
+    kept = collate(trajs, pad_id).loss_mask * include.float().unsqueeze(1)
+    n_tok = global_sum(accelerator, kept.sum().item())
+    n_seq = global_sum(accelerator, float(((kept.sum(1)) > 0).sum().item()))
+    rows = rows_in_update(adv, include, cfg, accelerator.num_processes)
     t_fb = time.perf_counter()
     model.train()
+    sums: dict[str, float] = {}
+    micro_batch = cfg.micro_batch_size
+    if rows:
+        batch: Batch = collate([trajs[i] for i in rows], pad_id).to(accelerator.device)
+        radv, rinc = adv[rows].to(accelerator.device), include[rows].to(accelerator.device)
+        kept_mask = batch.loss_mask * rinc.float().unsqueeze(1)
 
-    def backward(mb: slice) -> dict[str, float]:
-        terms = _micro_batch_loss(
-            model, ref_model, batch, mb, adv, include, kept_mask, cfg, n_tok, n_seq
+        def backward(mb: slice) -> dict[str, float]:
+            terms = _micro_batch_loss(
+                model, ref_model, batch, mb, radv, rinc, kept_mask, cfg, n_tok, n_seq
+            )
+            # DDP averages gradients over processes; the normalizers are global: scale back to a sum
+            accelerator.backward(terms["loss"] * accelerator.num_processes)
+            return {k: float(v.detach()) for k, v in terms.items()}
+
+        sums, micro_batch = accumulate(
+            accelerator, optimizer, len(rows), cfg.micro_batch_size, backward
         )
-        # DDP averages gradients over processes; the normalizers are global, so scale back to a sum
-        accelerator.backward(terms["loss"] * accelerator.num_processes)
-        return {k: float(v.detach()) for k, v in terms.items()}
-
-    sums, micro_batch = accumulate(
-        accelerator, optimizer, len(trajs), cfg.micro_batch_size, backward
-    )
+    else:  # the zero gradient every row gives (the optimizer still steps: decay, momentum)
+        for p in model.parameters():
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
     norm = accelerator.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
     optimizer.step()
     scheduler.step()
@@ -163,12 +176,13 @@ def grpo_update(
     a = {k: global_sum(accelerator, v) for k, v in a.items()}
     adv_mean = a["adv_sum"] / a["n"]
     return {
-        "loss": g["loss"],
-        "pg_loss": g["pg_loss"],
-        "kl": g["kl"],
-        "clip_fraction": g["clip_fraction"],
-        "entropy": g["entropy"] / max(g["entropy_tokens"], 1.0),
+        "loss": g.get("loss", 0.0),
+        "pg_loss": g.get("pg_loss", 0.0),
+        "kl": g.get("kl", 0.0),
+        "clip_fraction": g.get("clip_fraction", 0.0),
+        "entropy": g.get("entropy", 0.0) / max(g.get("entropy_tokens", 0.0), 1.0),
         "policy_tokens": n_tok,
+        "rows_run": global_sum(accelerator, float(len(rows))),
         "excluded_truncated": a["excluded"],
         "adv_mean": adv_mean,
         "adv_std": max(a["adv_sq"] / a["n"] - adv_mean**2, 0.0) ** 0.5,
@@ -178,6 +192,21 @@ def grpo_update(
         "lr": scheduler.get_last_lr()[0],
         "time_train": t_fb,
     }
+
+
+def rows_in_update(
+    adv: torch.Tensor, include: torch.Tensor, cfg: GRPOConfig, processes: int
+) -> list[int]:
+    """The rows whose forward and backward passes the update runs.
+
+    Without a KL or entropy term, a row outside the loss or with a zero advantage (every row
+    of a group whose rewards are equal) adds exactly nothing to the loss or its gradient, so
+    one process leaves it out: the same update for less work. Under DDP every rank must run
+    the same micro-batches (each backward is a collective), so there every row runs.
+    """
+    if processes > 1 or cfg.kl_coef or cfg.entropy_coef:
+        return list(range(len(adv)))
+    return [i for i in range(len(adv)) if include[i] and adv[i] != 0]
 
 
 def _micro_batch_loss(

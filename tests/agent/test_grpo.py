@@ -8,6 +8,7 @@ import pytest
 import torch
 from test_sft import make_traj
 
+import agent.train.grpo as grpo
 from agent.rollout.models import tiny_model
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
@@ -214,6 +215,44 @@ def test_an_update_out_of_memory_retries_at_half_the_micro_batch(tok, tmp_path):
     assert two["micro_batch"] == four["micro_batch"] == 2
     assert four["loss"] == two["loss"] and four["grad_norm"] == two["grad_norm"]
     assert all(torch.equal(a, b) for a, b in zip(w2, w4, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("rewards", "runs"), [([1.0, 0.0, 0.5, 0.5, 1.0, 0.0], 3), ([1.0, 1.0, 0.0, 0.0, 0.0, 0.0], 0)]
+)
+def test_rows_that_add_nothing_are_not_run_and_the_update_is_the_same(
+    tok, tmp_path, monkeypatch, rewards, runs
+):
+    """Groups of 2: one with equal rewards, one truncated without an answer (excluded); in the
+    second case no row is left to run, and the update (after one that left momentum) is still
+    the zero gradient's."""
+    trajs = group(tok, rewards, truncated=(5,))
+    trajs[5] = dataclasses.replace(trajs[5], answer=None)
+    warm = group(tok, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+
+    def update() -> tuple[dict, list[torch.Tensor], list[int]]:
+        cfg = GRPOConfig(output_dir=str(tmp_path), group_size=2, micro_batch_size=1, cpu=True)
+        acc = make_accelerator(cfg)
+        _, model = tiny_model(0)
+        seen: list[int] = []
+        model.register_forward_pre_hook(
+            lambda _, args, kwargs: seen.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+        )
+        opt, sched = make_optimizer(cfg, model, 1)
+        model, opt, sched = acc.prepare(model, opt, sched)
+        grpo_update(model, opt, sched, acc, warm, cfg, tok.pad_token_id)  # momentum to carry
+        seen.clear()
+        out = grpo_update(model, opt, sched, acc, trajs, cfg, tok.pad_token_id)
+        return out, [p.detach().clone() for p in model.parameters()], seen
+
+    out, weights, seen = update()
+    monkeypatch.setattr(grpo, "rows_in_update", lambda adv, *_: list(range(len(adv))))
+    every, every_weights, every_seen = update()
+    assert len(seen) == out["rows_run"] == runs and len(every_seen) == every["rows_run"] == 6
+    assert out["loss"] == pytest.approx(every["loss"], abs=1e-7)
+    assert out["policy_tokens"] == every["policy_tokens"]
+    for a, b in zip(weights, every_weights, strict=True):
+        assert torch.allclose(a, b, atol=1e-7)
 
 
 def test_rollout_stats_and_sample_pass_rates(tok):
