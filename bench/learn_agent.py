@@ -10,9 +10,9 @@ The real model the package ships, its own tokenizer and chat template, the real 
      training questions the teacher answered from an observation, starting on those the SFT
      policy sometimes solves (its pass rates, probed on `--probe-questions` of them, are the
      curriculum's prior: a group with equal rewards has no advantage), one group per question
-     before fresh ones (`--question-groups`; the pool of 8-13 in-band questions that session 13's
-     GRPO sampled step after step rose in training reward, 0.26 -> 0.51, while held-out EM moved
-     +0.011), with the env's F1 reward
+     before fresh ones (`--question-groups`, as a pass over a dataset; session 13's GRPO sampled
+     its 8-13 in-band questions 2.5-7 groups each, their training reward rose 0.3 -> 0.5-0.7 and
+     held-out EM moved +0.011), with the env's F1 reward
      (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
      observation (`--no-grounded-only` pays recall too), at temperature 0.7;
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
