@@ -8,8 +8,8 @@ with a prior come first, so the pool starts on those inside the band. With `max_
 a question also leaves once it has had that many rollouts, whatever its pass rate: a pool
 of the few in-band questions, sampled step after step, teaches their answers rather than
 how to find answers. Spent questions come back, in the order they left, only when no fresh
-one is left (a second pass), and only those whose own pass rate so far is inside the band. The pool's composition by each task's tags (uncertainty
-type, structure) is logged over time.
+one is left (a second pass), and only those whose own pass rate so far is inside the band.
+The pool's composition by each task's tags (uncertainty type, structure) is logged over time.
 Deterministic: the order of fresh questions comes from the seed, picks from visit counts.
 """
 

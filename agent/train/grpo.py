@@ -132,7 +132,8 @@ def grpo_update(
     `rows_in_update`, so the entropy and clip fraction logged are those rows'.
     """
     adv, include = advantages_for(trajs, cfg)
-    kept = collate(trajs, pad_id).loss_mask * include.float().unsqueeze(1)
+    every = collate(trajs, pad_id)
+    kept = every.loss_mask * include.float().unsqueeze(1)
     n_tok = global_sum(accelerator, kept.sum().item())
     n_seq = global_sum(accelerator, float(((kept.sum(1)) > 0).sum().item()))
     rows = rows_in_update(adv, include, cfg, accelerator.num_processes)
@@ -141,9 +142,9 @@ def grpo_update(
     sums: dict[str, float] = {}
     micro_batch = cfg.micro_batch_size
     if rows:
-        batch: Batch = collate([trajs[i] for i in rows], pad_id).to(accelerator.device)
+        batch: Batch = every.rows(rows).to(accelerator.device)
         radv, rinc = adv[rows].to(accelerator.device), include[rows].to(accelerator.device)
-        kept_mask = batch.loss_mask * rinc.float().unsqueeze(1)
+        kept_mask = kept[rows, : batch.loss_mask.shape[1]].to(accelerator.device)
 
         def backward(mb: slice) -> dict[str, float]:
             terms = _micro_batch_loss(

@@ -104,7 +104,7 @@ class Batch:
     loss_mask: torch.Tensor  # (B, L-1) 1 on the policy's tokens
     old_logprobs: torch.Tensor  # (B, L-1) the sampler's log-probs (0 off the mask)
 
-    def rows(self, mb: slice) -> Batch:
+    def rows(self, mb: slice | list[int]) -> Batch:
         """Rows `mb`, cut to the longest of them: the columns past it are padding in every row,
         and no real token attends to a later column, so the cut changes no score. Each row
         was padded to the whole batch's longest: a micro-batch of one short row ran the model
