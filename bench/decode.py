@@ -1,5 +1,5 @@
 """Decoding speed of the local-model policy: per-row sampling (a Python loop), sampling on the
-host, and batched tensor ops on the model's device.
+host, batched tensor ops on the model's device, and fixed-shape decoding (CUDA graphs on a GPU).
 
     nice -n 10 .venv/bin/python bench/decode.py [--policy data/models/smollm2-wikisim-lora] [--tasks 16]
     python bench/decode.py --device cuda --threads 16 --tasks 36 --batch 36 --index sample-qa
@@ -8,10 +8,13 @@ All run in this process on the same first turns (the bundled questions under the
 system prompt), the same model and seeds, at temperature 1: the loop that sampled each row with
 its own `torch.multinomial` (what `TransformersPolicy` did first), the batched sampler fed logits
 copied to the host (what it did until the arithmetic moved to the model's device; the same as the
-policy on a CPU) and the policy as it is, alternated `--repeats` times so that a shared machine's
+policy on a CPU), the policy with its growing cache ("batched") and in fixed-shape buffers
+("fixed": each step one CUDA graph on a GPU, the policy's default there), alternated `--repeats` times so that a shared machine's
 load falls on all alike; each one's best (least loaded) repeat is reported. The sampling step
 alone (one batch of logits to ids) is timed too. Prints tokens/s of each and the policy's ratio
-to each baseline; writes bench/results/decode[_DEVICE].json (decode.json on the CPU).
+to each baseline, the fixed path's ratio to the batched one and the share of rows whose ids the
+two agree on (the same seeds; floating-point noise can part them); writes
+bench/results/decode[_DEVICE].json (decode.json on the CPU).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -129,20 +133,24 @@ def main() -> None:
 
     tok, model = load_local(args.policy)
     model.to(args.device)
-    sampling = SamplingConfig(temperature=1.0, batch_size=args.batch)
+    sampling = SamplingConfig(temperature=1.0, batch_size=args.batch, fixed_shapes=False)
     batched = TransformersPolicy(tok, model, name="batched", sampling=sampling)
     reqs = first_turns(batched, args.tasks, args.max_new_tokens, args.index)
+    fixed = replace(sampling, fixed_shapes=True)
     policies = {
         "row_loop": RowLoopPolicy(tok, model, name="row-loop", sampling=sampling),
         "host_sampling": HostSamplingPolicy(tok, model, name="host", sampling=sampling),
         "batched": batched,
+        "fixed": TransformersPolicy(tok, model, name="fixed", sampling=fixed),
     }
     runs: dict[str, list[dict]] = {k: [] for k in policies}
     for policy in policies.values():
         policy.act(reqs[:2])  # warm up (the system prompt's cache, allocator)
+    turns: dict[str, list] = {}
     for _ in range(args.repeats):
         for name, policy in policies.items():
             runs[name].append(measure(policy, reqs))
+            turns[name] = policy.act(reqs[: args.batch])  # the same seeds: the same ids?
     out: dict = {"args": vars(args), "load_avg_1min": os.getloadavg()[0]}
     for name, policy in policies.items():
         best = max(runs[name], key=lambda r: r["tokens_per_s"])
@@ -151,6 +159,13 @@ def main() -> None:
             "runs": runs[name],
             "sampling_step_ms": sampling_step_ms(policy, args.batch, len(tok), args.device),
         }
+    graphs = policies["fixed"].fixed
+    assert graphs is not None
+    out["fixed"] |= {"graph_steps": graphs.replays, "graph_fallback": graphs.fallback}
+    out["fixed_over_batched"] = out["fixed"]["tokens_per_s"] / out["batched"]["tokens_per_s"]
+    out["fixed_same_ids_share"] = sum(
+        a.ids == b.ids for a, b in zip(turns["batched"], turns["fixed"], strict=True)
+    ) / len(turns["fixed"])
     after = out["batched"]
     out["speedup"] = after["tokens_per_s"] / out["row_loop"]["tokens_per_s"]
     out["speedup_over_host_sampling"] = after["tokens_per_s"] / out["host_sampling"]["tokens_per_s"]
@@ -165,7 +180,10 @@ def main() -> None:
             for k in policies
         )
         + f"; batched / row loop {out['speedup']:.2f}x, / host sampling "
-        f"{out['speedup_over_host_sampling']:.2f}x; {args.tasks} first turns, batch {args.batch}, "
+        f"{out['speedup_over_host_sampling']:.2f}x; fixed / batched {out['fixed_over_batched']:.2f}x "
+        f"({out['fixed']['graph_steps']} graph steps, fallback: {out['fixed']['graph_fallback']}), "
+        f"same ids in {out['fixed_same_ids_share']:.0%} of rows; "
+        f"{args.tasks} first turns, batch {args.batch}, "
         f"{args.device}, {args.threads} threads, load {out['load_avg_1min']:.1f}"
     )
 

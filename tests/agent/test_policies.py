@@ -13,6 +13,7 @@ from fakes.turns import extract_answer, tool_names
 
 from agent.rollout.models import tiny_model
 from agent.rollout.policies import make_policy
+from agent.rollout.policies.fixed_decode import COLUMNS
 from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy, best_span
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from agent.rollout.react import Budget, Episode, TurnRequest
@@ -107,10 +108,15 @@ def _assert_greedy_matches_full_forward(model, reqs: list[TurnRequest], gens) ->
         assert [int(logp[n - 1 + j].argmax()) for j in range(len(gen.ids))] == list(gen.ids)
 
 
+@pytest.mark.parametrize("fixed", [False, True])
 @pytest.mark.parametrize("system", ["sys", LONG_SYSTEM])
-def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: str) -> None:
+def test_greedy_logprobs_match_a_full_forward_pass_under_padding(
+    tiny, system: str, fixed: bool
+) -> None:
     tok, model = tiny
-    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
+    policy = TransformersPolicy(
+        tok, model, sampling=SamplingConfig(batch_size=3, fixed_shapes=fixed)
+    )
     reqs = _requests(
         policy,
         ["short?", "a considerably longer question than the others?", "mid question?"],
@@ -120,9 +126,12 @@ def test_greedy_logprobs_match_a_full_forward_pass_under_padding(tiny, system: s
     _assert_greedy_matches_full_forward(model, reqs, policy.act(reqs))
 
 
-def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> None:
+@pytest.mark.parametrize("fixed", [False, True])
+def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny, fixed: bool) -> None:
     tok, model = tiny
-    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=2))
+    policy = TransformersPolicy(
+        tok, model, sampling=SamplingConfig(batch_size=2, fixed_shapes=fixed)
+    )
     episodes = _episodes(policy, ["short?", "a longer question?", "mid?"], 12, LONG_SYSTEM)
     widths: list[int] = []
     hook = model.register_forward_pre_hook(
@@ -144,6 +153,32 @@ def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny) -> N
     hook.remove()
     policy.act(_requests(policy, ["another episode?"]))
     assert len(policy._pasts) == 1  # finished episodes' caches are dropped
+
+
+def test_fixed_shapes_sample_what_the_growing_cache_samples(tiny) -> None:
+    """The CUDA-graph path's fixed buffers (run eagerly here) give the growing cache's turns: rows
+    rounded up to a power of two and widths to `COLUMNS` change nothing a row samples."""
+    tok, model = tiny
+    questions = ["q one?", "a much longer question two?", "three?"]
+    turns = {}
+    for fixed in (False, True):
+        cfg = SamplingConfig(temperature=1.0, top_p=0.9, batch_size=3, fixed_shapes=fixed)
+        policy = TransformersPolicy(tok, model, sampling=cfg)
+        episodes = _episodes(policy, questions, 40, LONG_SYSTEM)
+        turns[fixed] = []
+        for turn in range(2):
+            gens = policy.act([e.request() for e in episodes])
+            turns[fixed].append(gens)
+            for e, g in zip(episodes, gens, strict=True):
+                e.add_generation(g)
+                e.add_observation(f"<tool_response>\nresult {turn}\n</tool_response>")
+        assert (policy.fixed is not None) == fixed
+    assert policy.fixed is not None and policy.fixed.rows == 4  # 3 rows and a filler
+    assert policy.fixed.width % COLUMNS == 0 and policy.fixed.replays == 0  # no graphs on a CPU
+    for grown, fixed_turn in zip(turns[False], turns[True], strict=True):
+        assert [g.ids for g in fixed_turn] == [g.ids for g in grown]
+        for a, b in zip(fixed_turn, grown, strict=True):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
 def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:

@@ -88,17 +88,18 @@ def batch_cache(pasts: Sequence[Past | None], room: int) -> tuple[Cache | None, 
 
 def buffered(cache: Cache, room: int) -> Cache:
     """The same keys and values in `BufferedLayer`s with `room` more tokens each."""
-    return Cache(layers=[BufferedLayer(*_kv(layer), room) for layer in cache.layers])
+    return Cache(layers=[BufferedLayer(*layer_kv(layer), room) for layer in cache.layers])
 
 
 def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
     """Row `row`'s keys and values at the given columns (its real tokens), copied out of the batch."""
     return tuple(
-        (k[row][:, columns].clone(), v[row][:, columns].clone()) for k, v in map(_kv, cache.layers)
+        (k[row][:, columns].clone(), v[row][:, columns].clone())
+        for k, v in map(layer_kv, cache.layers)
     )
 
 
-def _kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
+def layer_kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
     """A filled attention layer's keys and values (transformers types a cache's layers as a union of
     kinds, some without keys, and the keys as optional until the first update)."""
     keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)

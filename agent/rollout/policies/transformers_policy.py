@@ -8,11 +8,15 @@ every sampled id under the sampling temperature (greedy: under the raw logits).
 Most of a turn's cost on CPU is avoidable work, so none is done twice: the system prompt's
 keys and values are computed once per run, an episode's next turn prefills only the tool
 response (`agent.rollout.policies.kv`), only the last position's logits are computed, and rows that
-stop leave the batch.
+stop leave the batch. On a GPU, where a step costs its launches rather than its arithmetic, the
+decode steps run instead in fixed-shape buffers, each replayed as one CUDA graph
+(`agent.rollout.policies.fixed_decode`); a stop string is looked for only after a token that can
+end one.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +24,7 @@ from typing import Any
 
 import torch
 
+from agent.rollout.policies.fixed_decode import FixedDecode
 from agent.rollout.policies.kv import KVStore, Past, batch_cache, buffered, row_past
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
 from wikisim.errors import ConfigError
@@ -35,11 +40,15 @@ class SamplingConfig:
     temperature: 0 means greedy.
     top_p: nucleus mass kept when sampling (1.0 keeps all).
     batch_size: most episodes generated together in one forward pass.
+    fixed_shapes: decode in fixed-shape buffers, each step a CUDA graph on a GPU
+        (`agent.rollout.policies.fixed_decode`); None: on a GPU only. On a CPU it runs the same
+        fixed-shape step eagerly, slower than the growing cache (it attends over padding).
     """
 
     temperature: float = 0.0
     top_p: float = 1.0
     batch_size: int = 8
+    fixed_shapes: bool | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -79,6 +88,10 @@ class TransformersPolicy:
         self.generated_tokens = 0  # running count, read by benchmarks
         self._prefixes: dict[tuple[int, ...], Past] = {}
         self._pasts = KVStore()
+        on_gpu = self.model.device.type == "cuda"
+        fixed = on_gpu if self.sampling.fixed_shapes is None else self.sampling.fixed_shapes
+        self.fixed = FixedDecode(self.model, capture=on_gpu) if fixed else None
+        self._closers = _closing_ids(tokenizer)
         self.oom_backoffs: list[tuple[int, int]] = []  # (batch size, the smaller one retried)
 
     @classmethod
@@ -133,6 +146,8 @@ class TransformersPolicy:
         smaller = max(1, rows // 2)
         self.oom_backoffs.append((self.sampling.batch_size, smaller))
         self.sampling = replace(self.sampling, batch_size=smaller)
+        if self.fixed is not None:
+            self.fixed.release()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # the failed batch's blocks go back before the retry
 
@@ -172,7 +187,8 @@ class TransformersPolicy:
         dev = self.model.device
         rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
         width = max(len(r) for r in rest)
-        cache, past_mask = batch_cache(pasts, room=width + max(max_new))
+        room = width + (0 if self.fixed is not None else max(max_new))
+        cache, past_mask = batch_cache(pasts, room=room)
         input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
         new_mask = torch.zeros((n, width), dtype=torch.long)
         for i, r in enumerate(rest):  # left padding: every row's next token lines up at the end
@@ -189,8 +205,13 @@ class TransformersPolicy:
             use_cache=True,
             logits_to_keep=1,
         )
-        cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        if self.fixed is not None:
+            self.fixed.load(result.cache, mask, positions[:, -1:], max(max_new))
+            return self._decode_fixed(
+                contexts, result.logits[:, -1, :].float(), max_new, gens, keep
+            )
+        cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
         logits = result.logits[:, -1, :].float()
@@ -229,6 +250,40 @@ class TransformersPolicy:
                     self._pasts.put(
                         contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0])
                     )
+        self.generated_tokens += sum(len(r) for r in out_ids)
+        return list(zip(out_ids, out_lp, strict=True))
+
+    def _decode_fixed(
+        self,
+        contexts: list[list[int]],
+        logits: torch.Tensor,
+        max_new: list[int],
+        gens: list[torch.Generator],
+        keep: bool,
+    ) -> list[tuple[list[int], list[float]]]:
+        """`_decode`'s loop over the loaded `FixedDecode`: finished rows stay in the batch, ignored."""
+        assert self.fixed is not None
+        n = len(contexts)
+        dev = self.model.device
+        out_ids: list[list[int]] = [[] for _ in range(n)]
+        out_lp: list[list[float]] = [[] for _ in range(n)]
+        nxt = torch.full((n,), self.pad_id, dtype=torch.long, device=dev)
+        live = [i for i in range(n) if max_new[i] > 0]
+        while live:
+            idx = torch.tensor(live, dtype=torch.long, device=dev)
+            tok, lps = self._sample(logits[idx], [gens[i] for i in live])
+            nxt[idx] = tok
+            still = []
+            for i, t, lp in zip(live, tok.tolist(), lps.tolist(), strict=True):
+                out_ids[i].append(t)
+                out_lp[i].append(lp)
+                if not self._stopped(out_ids[i], max_new[i]):
+                    still.append(i)
+                elif keep:  # the buffers hold its context and this turn but the last token
+                    self._pasts.put(contexts[i] + out_ids[i][:-1], self.fixed.row_past(i))
+            live = still
+            if live:
+                logits = self.fixed.step(nxt)
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
 
@@ -291,5 +346,17 @@ class TransformersPolicy:
     def _stopped(self, ids: list[int], limit: int) -> bool:
         if ids[-1] in self.stop_ids or len(ids) >= limit:
             return True
+        if (
+            ids[-1] not in self._closers
+        ):  # a stop string can only end in a token holding its last character
+            return False
         tail = self.tokenizer.decode(ids[-_TAIL_TOKENS:], skip_special_tokens=False)
         return any(tail.endswith(s) or s in tail[-(len(s) + 8) :] for s in STOP_STRINGS)
+
+
+@functools.lru_cache(maxsize=8)  # a GRPO run builds a policy over the same tokenizer every step
+def _closing_ids(tokenizer: Any) -> frozenset[int]:
+    """Ids whose text holds the last character of a stop string: only they can complete one."""
+    last = {s[-1] for s in STOP_STRINGS}
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))], skip_special_tokens=False)
+    return frozenset(i for i, text in enumerate(texts) if any(c in text for c in last))
