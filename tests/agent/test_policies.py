@@ -181,6 +181,21 @@ def test_fixed_shapes_sample_what_the_growing_cache_samples(tiny) -> None:
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
+def test_the_fixed_step_traces_as_one_graph_under_lora_in_train_mode(tiny) -> None:
+    """What a CUDA graph replays must not read a tensor on the host: TorchDynamo finds one graph,
+    no break, in the step as GRPO samples it (LoRA, train mode)."""
+    from peft import LoraConfig, get_peft_model
+
+    tok, base = tiny_model(1)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules="all-linear")).train()
+    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(fixed_shapes=True))
+    policy.act(_requests(policy, ["q one?", "two?"], max_new=4, system=LONG_SYSTEM))
+    assert policy.fixed is not None
+    with torch.inference_mode():
+        found = torch._dynamo.explain(policy.fixed._forward)()
+    assert (found.graph_count, found.graph_break_count) == (1, 0), found.break_reasons
+
+
 def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:
     tok, model = tiny
     policy = TransformersPolicy(tok, model)
