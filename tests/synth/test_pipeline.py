@@ -159,6 +159,42 @@ def test_command_writes_splits_that_load_as_task_sets(sample_index, tmp_path):
     assert report["run"]["questions"] == 80 and report["facts"]["page_entities"] == 106
 
 
+def test_the_bundled_synthesized_tasks_are_what_this_code_makes(facts, index):
+    """data/tasks/synth-sample.jsonl is `wikisim synth --index <the sample> --n 300 --seed 0` as
+    the code stands. That sample is built without dense vectors, so its giveaway filter searches
+    with bm25s (its default retriever) and its manifest hash is its own."""
+
+    def comparable(r: dict) -> dict:
+        return {k: v for k, v in r.items() if k not in ("manifest_hash", "split")}
+
+    giveaway = search_gives_away(WikiBackend(index, retriever="bm25s"))
+    run = generate(facts, SynthConfig(n=300, seed=0), "", progress=False, giveaway=giveaway)
+    lines = (DATA_DIR / "tasks" / "synth-sample.jsonl").read_text(encoding="utf-8").splitlines()
+    shipped = [comparable(json.loads(line)) for line in lines]
+    assert shipped == [comparable(json.loads(json.dumps(r))) for r in run.records]
+
+
+def test_decoys_are_values_of_their_relation(facts, sample_run):
+    """'does not have Z as its capital' and 'exactly one of A, B and C as its capital' name only
+    places that are some country's capital (not 'Azerbaijan' or 'Africa')."""
+    checked = 0
+    for r in sample_run.records:
+        for c in r["constraints"]:
+            if c["type"] == "Not" and len(c["inner"].get("steps", ())) == 1:
+                step, names = c["inner"]["steps"][0], [c["inner"]["end"]]
+            elif c["type"] == "CountOf":
+                step, names = c["step"], c["among"]
+            else:
+                continue
+            for z in names:
+                if step["direction"] == "out":
+                    assert facts.subjects(step["relation"], z["node"]), (r["question"], z)
+                else:
+                    assert facts.objects(z["node"], step["relation"]), (r["question"], z)
+                checked += 1
+    assert checked >= 20
+
+
 def test_oracle_solves_through_env_steps_and_search_baseline_does_not(sample_index, sample_run):
     rates = solve_rates(sample_index, sample_run.records[:60])
     assert rates.oracle >= 0.9, rates.oracle_failures

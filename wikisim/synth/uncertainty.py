@@ -237,7 +237,10 @@ class FactFinder:
         Absence of a fact is no evidence (the table is incomplete), so only a functional
         relation counts, and only where the other side's own value is known and unrelated:
         "not born in Z" needs x's birthplace known and Z not containing or inside it; "is not
-        the birthplace of A" needs A's birthplace known, not x and not inside or around x."""
+        the birthplace of A" needs A's birthplace known, not x and not inside or around x. And Z
+        must itself be a value of the relation (someone's birthplace, another country's capital):
+        a decoy of the step's kind alone gave "does not have Azerbaijan as its capital" and
+        "exactly one of Algeria, Africa and Luanda as its capital"."""
         db = self.db
         if step.relation not in FUNCTIONAL:
             return []
@@ -250,7 +253,11 @@ class FactFinder:
             if db_kind(db, z) != step.kind or z == x:
                 continue
             if step.direction == "out":
-                ok = apart(db.objects(x, step.relation), z) and bool(db.objects(x, step.relation))
+                ok = (
+                    apart(db.objects(x, step.relation), z)
+                    and bool(db.objects(x, step.relation))
+                    and bool(db.subjects(step.relation, z) - {x})
+                )
             else:
                 theirs = db.objects(z, step.relation)
                 ok = bool(theirs) and apart(theirs, x)
