@@ -164,6 +164,7 @@ class Bench:
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
         self.gpu_peak_mb: dict[str, dict[str, float]] = {}  # stage -> peak allocated / reserved
         self.batch_backoffs: dict[str, list[tuple[int, int]]] = {}  # stage -> batch halvings
+        self.decode: dict[str, dict] = {}  # eval stage -> CUDA graph steps and any fallback
         self.held_file = self.out / "heldout.jsonl"
         self.out.mkdir(parents=True, exist_ok=True)
         self.held_file.write_text(
@@ -203,6 +204,12 @@ class Bench:
         self.gpu_peak(f"eval {name}")
         if isinstance(policy, TransformersPolicy) and policy.oom_backoffs:
             self.batch_backoffs[f"eval {name}"] = policy.oom_backoffs
+        if isinstance(policy, TransformersPolicy) and policy.fixed is not None:
+            # on a GPU: did the decode steps run as CUDA graphs, or why not
+            self.decode[f"eval {name}"] = {
+                "graph_steps": policy.fixed.replays,
+                "fallback": policy.fixed.fallback,
+            }
         return out
 
     def gpu_peak(self, stage: str) -> None:
@@ -388,6 +395,7 @@ class Bench:
         }
         res["gpu_peak_mb"] = dict(self.gpu_peak_mb)
         res["batch_backoffs"] = dict(self.batch_backoffs)
+        res["decode"] = dict(self.decode)
         return res
 
 
