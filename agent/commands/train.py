@@ -51,14 +51,30 @@ def _runner(cfg: TrainConfig, tasks: TaskSet, slots: int) -> EnvRunner:
     return EnvRunner.for_run(cfg, tasks, slots, prompt or None)
 
 
+def _training_tasks(cfg: TrainConfig) -> tuple[TaskSet, TaskSet | None]:
+    """(training tasks, dev tasks): training questions that share an answer with a dev question
+    are left out, so that dev measures questions whose answers were never trained on."""
+    from wikisim.env.tasks import load_tasks
+
+    train = load_tasks(cfg.env.tasks)
+    if not cfg.dev_tasks:
+        return train, None
+    dev = load_tasks(cfg.dev_tasks)
+    kept = train.without_answers_of(dev)
+    if len(kept) < len(train):
+        print(
+            f"{len(train) - len(kept)} of {len(train)} training questions share an answer with dev_tasks: left out"
+        )
+    return kept, dev
+
+
 def _grpo(cfg: GRPOConfig) -> int:
     from agent.train.episodes import task_tags
     from agent.train.grpo import probe_start, train_grpo
     from agent.train.loop import load_model
-    from wikisim.env.tasks import TaskSet, load_tasks
+    from wikisim.env.tasks import TaskSet
 
-    train = load_tasks(cfg.env.tasks)
-    dev = load_tasks(cfg.dev_tasks) if cfg.dev_tasks else None
+    train, dev = _training_tasks(cfg)
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
     tokenizer, model = load_model(cfg, cfg.init_checkpoint)
     with _runner(cfg, both, min(256, cfg.questions_per_step * cfg.group_size)) as runner:
@@ -96,12 +112,11 @@ def _grpo(cfg: GRPOConfig) -> int:
 def _sft(cfg: SFTConfig) -> int:
     from agent.rollout.trajectory import read_trajectories
     from agent.train.sft import train_sft
-    from wikisim.env.tasks import load_tasks
 
     kept = (
         list(read_trajectories(cfg.trajectories))
         if cfg.trajectories
-        else _teach(cfg, load_tasks(cfg.env.tasks))
+        else _teach(cfg, _training_tasks(cfg)[0])
     )
     res = train_sft(cfg, kept)
     print(

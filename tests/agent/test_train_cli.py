@@ -14,6 +14,7 @@ from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.loop import read_metrics
 from wikisim.cli import main
 from wikisim.env.config import EnvConfig
+from wikisim.env.reward import normalize_answer
 from wikisim.errors import ConfigError
 from wikisim.flags import add_config_arguments, config_fields, load_config
 
@@ -30,6 +31,30 @@ def test_every_setting_is_a_flag_and_yaml_key(tmp_path):
     cfg = load_config(GRPOConfig, path, {"group_size": 6, "steps": None})
     assert (cfg.lr, cfg.group_size, cfg.aggregation, cfg.steps) == (1.0, 6, "sequence", 50)
     assert cfg.env == EnvConfig()  # the env's defaults are the env's own
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_the_recipes_never_train_on_a_held_out_answer(stage: str) -> None:
+    """configs/learn/*.yaml and bench/learn_agent.py hold out answers, not only questions."""
+    import runpy
+
+    from agent.commands.train import _training_tasks
+    from wikisim.paths import REPO_ROOT
+
+    def answers(tasks) -> set[str]:
+        return {normalize_answer(a) for t in tasks for a in t.answers} - {"yes", "no", ""}
+
+    cls = SFTConfig if stage == "sft" else GRPOConfig
+    cfg = load_config(cls, REPO_ROOT / "configs" / "learn" / f"{stage}.yaml", {})
+    train, dev = _training_tasks(cfg)
+    assert dev is not None and len(train) > 200
+    assert not {a for a in answers(train) & answers(dev) if not a.isdigit()}
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    data = bench["load_data"](0)
+    held = [t for v in data.held.values() for t in v]
+    trained = [data.tasks.get(i) for i in data.train]
+    assert len(trained) > 200
+    assert not {a for a in answers(trained) & answers(held) if not a.isdigit()}
 
 
 def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):

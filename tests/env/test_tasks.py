@@ -75,6 +75,27 @@ def test_get_suggests_near_ids() -> None:
         tasks.get("apollo-11-year")
 
 
+def test_training_tasks_drop_those_answered_by_a_held_out_answer() -> None:
+    train = TaskSet(
+        [
+            Task("luanda", "Which capital is in OPEC?", ("Luanda",)),
+            Task("alias", "Who wrote it?", ("Eric Blair", "George Orwell")),
+            Task("yes", "Is it so?", ("yes",)),
+            Task("year", "When?", ("1969",)),
+            Task("kept", "Which city?", ("Tirana",)),
+        ],
+        "train",
+    )
+    held = [
+        Task("angola-capital", "What is the capital of Angola?", ("luanda.",)),
+        Task("orwell", "Who wrote Animal Farm?", ("The George Orwell",)),
+        Task("same", "Was it?", ("Yes",)),
+        Task("apollo", "Which year?", ("1969",)),
+    ]
+    kept = train.without_answers_of(held)
+    assert kept.ids() == ["yes", "year", "kept"] and kept.name == "train"
+
+
 def test_hotpotqa_musique_and_nq_loaders() -> None:
     hotpot = load_tasks(QA_DIR / "hotpotqa-train-100.json")
     assert len(hotpot) == 100

@@ -129,6 +129,22 @@ class TaskSet(Sequence[Task]):
             raise TaskError(f"no task of the set {self.name!r} asks {question[:80]!r}")
         return self._tasks[self._by_question[question]]
 
+    def without_answers_of(self, held: Iterable[Task]) -> TaskSet:
+        """These tasks less any whose answer (or accepted alias) is one of `held`'s answers.
+
+        Held out means neither the question nor its answer was trained on: a training question
+        answered "Luanda" teaches a held-out "What is the capital of Angola?". Answers any
+        question may share (yes, no, a number) do not count.
+        """
+        from wikisim.env.reward import normalize_answer
+
+        def entities(t: Task) -> set[str]:
+            names = {normalize_answer(a) for a in t.answers}
+            return {a for a in names if a and a not in ("yes", "no") and not a.isdigit()}
+
+        banned = set().union(*(entities(t) for t in held))
+        return TaskSet([t for t in self if not entities(t) & banned], self.name)
+
     def to_jsonl(self, path: str | Path) -> None:
         with open(path, "w", encoding="utf-8") as f:
             for t in self._tasks:
