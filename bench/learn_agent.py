@@ -17,10 +17,12 @@ The real model the package ships, its own tokenizer and chat template, the real 
      observation (`--no-grounded-only` pays recall too), at temperature 0.7;
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
      the scripted `search-answer` floor on the same questions and env options.
-Training questions: the synthesized train split (read at run time, so regenerated files are
-picked up), and the first 70 HotpotQA and MuSiQue train items. Held out, each reported apart:
-the synthesized test and dev splits, the bundled `sample.jsonl`, and the last 30 HotpotQA and
-MuSiQue items. One index holds the 2014 sample and the HotpotQA and MuSiQue corpora (bm25s, built once).
+Training questions: the train split of the questions synthesized over the run's own index
+(`data/tasks/synth-qa-*.jsonl`: `wikisim synth --index <sample-qa> --n 600 --seed 0`, read at
+run time), and the first 70 HotpotQA and MuSiQue train items, less any whose answer is a
+held-out question's. Held out, each reported apart: the synthesized test and dev splits, the
+bundled `sample.jsonl`, and the last 30 HotpotQA and MuSiQue items. One index holds the 2014
+sample and the HotpotQA and MuSiQue corpora (bm25s, built once).
 Env options for a small model's context: 3 results per search, 150-token extracts, the
 compact system prompt (same turn format); the paper's defaults are otherwise unchanged.
 
@@ -105,13 +107,13 @@ class Data:
 
 
 def load_data(eval_limit: int) -> Data:
-    synth_train = load_tasks(TASKS_DIR / "synth-sample-train.jsonl")
+    synth_train = load_tasks(TASKS_DIR / "synth-qa-train.jsonl")
     hotpot, musique = (
         list(load_tasks(QA_DIR / f"{n}-train-100.json")) for n in ("hotpotqa", "musique")
     )
     held_lists = {
-        "synth-test": list(load_tasks(TASKS_DIR / "synth-sample-test.jsonl")),
-        "synth-dev": list(load_tasks(TASKS_DIR / "synth-sample-dev.jsonl")),
+        "synth-test": list(load_tasks(TASKS_DIR / "synth-qa-test.jsonl")),
+        "synth-dev": list(load_tasks(TASKS_DIR / "synth-qa-dev.jsonl")),
         "bundled": list(load_tasks(TASKS_DIR / "sample.jsonl")),
         "hotpotqa-held": hotpot[-HUMAN_HELD:],
         "musique-held": musique[-HUMAN_HELD:],

@@ -102,6 +102,10 @@ def test_lead_patterns_and_categories_give_relations_and_kinds(pages):
         ("from", ("Hodgenville, Kentucky",))
     ]  # not the father's
     assert {a.attr: a.year for a in facts.attrs} == {"birth_date": 1809}
+    assert name_candidates("Warren County, Iowa, United States") == (
+        "Warren County, Iowa",
+        "Warren County",
+    )
     assert name_candidates("Hodgenville, Kentucky, Ohio") == (
         "Hodgenville, Kentucky, Ohio",
         "Hodgenville, Kentucky",
@@ -130,6 +134,22 @@ def test_link_markup_is_not_needed_for_typed_facts():
     )
     # "Zed" is only in the infobox: a reader of the page could not check it, so it is no fact
     assert [(r.relation, r.obj) for r in page_facts(song).rels] == [("artist", ("Yoyo",))]
+
+
+def test_a_lead_number_is_the_pages_only_when_said_of_it():
+    from wikisim.synth.facts import text_attrs
+
+    lead = (
+        "Tennessee is a U.S. state located in the Southeastern United States. Tennessee's "
+        "capital is Nashville, which has a population of 601,222. Memphis is the state's largest "
+        "city, with a population of 653,450.\nIt has an area of 109,247 square kilometres."
+    )
+    attrs = {a.attr: a.value for a in text_attrs(Page(1, "Tennessee", lead), PLACE)}
+    assert attrs == {"area": 109247.0}  # neither Nashville's nor Memphis's population
+    young = Page(
+        2, "Young, New South Wales", "At the 2011 census, Young had a population of 6,960."
+    )
+    assert [(a.attr, a.value) for a in text_attrs(young, PLACE)] == [("population", 6960.0)]
 
 
 def test_months_years_lists_languages_are_not_answer_kinds():

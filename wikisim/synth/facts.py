@@ -415,7 +415,8 @@ _PRONOUNS = frozenset(("He", "She", "It", "They", "The"))
 
 def name_candidates(phrase: str) -> tuple[str, ...]:
     """Titles a captured capitalised phrase may name, longest first, cut only at commas
-    ("Hodgenville, Kentucky, U.S." -> itself, "Hodgenville, Kentucky", "Hodgenville")."""
+    ("Hodgenville, Kentucky, Ohio" -> itself, "Hodgenville, Kentucky", "Hodgenville"); a
+    trailing ", United States" or ", U.S." goes first, since no place's title ends in it."""
     phrase = phrase.strip(" ,.'’")
     for tail in (" of", " the", " and", " on", " de", " la", " upon", " von", " van"):
         while phrase.endswith(tail):
@@ -424,6 +425,8 @@ def name_candidates(phrase: str) -> tuple[str, ...]:
         return ()
     phrase = phrase.split(" and ", 1)[0].rstrip(" ,")
     parts = phrase.split(", ")
+    if len(parts) > 1 and parts[-1].rstrip(".") in _COUNTRY_TAILS:
+        parts = parts[:-1]  # "Warren County, Iowa, United States": no title ends in its country
     out: list[str] = []
     for n in range(len(parts), 0, -1):
         cand = ", ".join(parts[:n]).rstrip(",.")
@@ -452,6 +455,7 @@ def name_candidates(phrase: str) -> tuple[str, ...]:
 
 
 _ADJECTIVE = re.compile(r"(?:ian|ern|ese|ish|ic)$")
+_COUNTRY_TAILS = frozenset({"United States", "U.S", "US", "USA", "U.S.A", "United States of America"})
 
 
 def lead_facts(page: Page, max_chars: int = 1500) -> list[RelFact]:
@@ -582,7 +586,7 @@ def text_attrs(page: Page, kind: str) -> list[AttrFact]:
     for attr, rx, unit in _TEXT_NUMBERS:
         if kind not in ATTR_KINDS[attr]:
             continue
-        m = rx.search(head)
+        m = next((m for m in rx.finditer(head) if _of_page(head, m.start(), page.title)), None)
         if m:
             try:
                 value = float(m.group(1).replace(",", "").rstrip("."))
@@ -606,6 +610,21 @@ def text_attrs(page: Page, kind: str) -> list[AttrFact]:
             year = int(m.group(1))
             out.append(AttrFact("released", year, 0, float(year), "", first[:300], "lead"))
     return out
+
+
+_RELATIVE = re.compile(r"\b(?:which|whose|where)\b")
+
+
+def _of_page(text: str, pos: int, title: str) -> bool:
+    """Whether the number at `pos` is said of the page's own subject: its sentence names the
+    page (or starts "It"/"Its") before the number, outside a relative clause. A lead states
+    others' numbers too: "Memphis is the state's largest city, with a population of 653,450" and
+    "Tennessee's capital ... is Nashville, which has a population of 601,222" are not Tennessee's."""
+    start = max(text.rfind(". ", 0, pos) + 2, text.rfind("\n", 0, pos) + 1, 0)
+    before = text[start:pos]
+    name = re.split(r" \(|,", title, maxsplit=1)[0]
+    named = name in before or before.startswith(("It ", "Its "))
+    return named and not _RELATIVE.search(before)
 
 
 def _sentence_at(text: str, pos: int) -> str:
