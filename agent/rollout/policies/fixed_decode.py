@@ -170,7 +170,9 @@ class FixedDecode:
             diff = float((logits - eager).abs().max())
             if not diff <= 1e-4:  # the same kernels: equal, or a capture gone wrong
                 raise RuntimeError(f"the graph's logits differ from the eager step's by {diff:.3g}")
-        except Exception as e:  # any failure costs speed only: the eager step is exact
+        except torch.OutOfMemoryError:  # the caller retries a smaller batch, graphs still on
+            raise
+        except Exception as e:  # any other failure costs speed only: the eager step is exact
             self.capture = False
             self.fallback = f"{type(e).__name__}: {e}"
             warnings.warn(
