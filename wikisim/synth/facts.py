@@ -455,7 +455,9 @@ def name_candidates(phrase: str) -> tuple[str, ...]:
 
 
 _ADJECTIVE = re.compile(r"(?:ian|ern|ese|ish|ic)$")
-_COUNTRY_TAILS = frozenset({"United States", "U.S", "US", "USA", "U.S.A", "United States of America"})
+_COUNTRY_TAILS = frozenset(
+    {"United States", "U.S", "US", "USA", "U.S.A", "United States of America"}
+)
 
 
 def lead_facts(page: Page, max_chars: int = 1500) -> list[RelFact]:
