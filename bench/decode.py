@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 from agent.rollout.episodes import make_envs  # noqa: E402
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
-from agent.rollout.react import Budget, Episode, TurnRequest  # noqa: E402
+from agent.rollout.react import Budget, Episode, Generation, TurnRequest  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import load_tasks  # noqa: E402
 
@@ -86,15 +86,16 @@ def first_turns(policy: TransformersPolicy, n: int, max_new: int, index: str) ->
     return out
 
 
-def measure(policy: TransformersPolicy, reqs: list[TurnRequest]) -> dict:
+def measure(policy: TransformersPolicy, reqs: list[TurnRequest]) -> tuple[dict, list[Generation]]:
+    """The timing of one `act` over `reqs`, and the turns it gave."""
     policy.generated_tokens, start = 0, time.perf_counter()
-    policy.act(reqs)
+    turns = policy.act(reqs)
     wall = time.perf_counter() - start
     return {
         "generated_tokens": policy.generated_tokens,
         "wall_s": wall,
         "tokens_per_s": policy.generated_tokens / wall,
-    }
+    }, turns
 
 
 def sampling_step_ms(
@@ -146,11 +147,11 @@ def main() -> None:
     runs: dict[str, list[dict]] = {k: [] for k in policies}
     for policy in policies.values():
         policy.act(reqs[:2])  # warm up (the system prompt's cache, allocator)
-    turns: dict[str, list] = {}
+    turns: dict[str, list[Generation]] = {}  # each policy's last: the same seeds, the same ids?
     for _ in range(args.repeats):
         for name, policy in policies.items():
-            runs[name].append(measure(policy, reqs))
-            turns[name] = policy.act(reqs[: args.batch])  # the same seeds: the same ids?
+            stats, turns[name] = measure(policy, reqs)
+            runs[name].append(stats)
     out: dict = {"args": vars(args), "load_avg_1min": os.getloadavg()[0]}
     for name, policy in policies.items():
         best = max(runs[name], key=lambda r: r["tokens_per_s"])

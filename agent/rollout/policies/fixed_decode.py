@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from agent.rollout.policies.kv import Past, layer_kv
+from agent.rollout.policies.kv import Past, layer_kv, row_past
 
 COLUMNS = 256  # attended widths are multiples of this: few graphs, little masked work
 
@@ -107,12 +107,8 @@ class FixedDecode:
 
     def row_past(self, row: int) -> Past:
         """Row `row`'s keys and values at its attended columns so far, copied out."""
-        end = int(self._column)
-        columns = self._mask[row, 0, 0, :end].nonzero()[:, 0]
-        return tuple(
-            (k[row][:, columns].clone(), v[row][:, columns].clone())
-            for k, v in zip(self._keys, self._values, strict=True)
-        )
+        columns = self._mask[row, 0, 0, : int(self._column)].nonzero()[:, 0]
+        return row_past(zip(self._keys, self._values, strict=True), row, columns)
 
     def _allocate(self, ref: torch.Tensor, layers: int, rows: int, width: int) -> None:
         """Buffers for at least `rows` x `width` (and for every turn before: they only grow)."""

@@ -11,7 +11,7 @@ positions are baked into the keys, so a row's real columns are all it needs), an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -91,12 +91,12 @@ def buffered(cache: Cache, room: int) -> Cache:
     return Cache(layers=[BufferedLayer(*layer_kv(layer), room) for layer in cache.layers])
 
 
-def row_past(cache: Cache, row: int, columns: torch.Tensor) -> Past:
-    """Row `row`'s keys and values at the given columns (its real tokens), copied out of the batch."""
-    return tuple(
-        (k[row][:, columns].clone(), v[row][:, columns].clone())
-        for k, v in map(layer_kv, cache.layers)
-    )
+def row_past(
+    layers: Iterable[tuple[torch.Tensor, torch.Tensor]], row: int, columns: torch.Tensor
+) -> Past:
+    """Row `row`'s keys and values at the given columns (its real tokens), copied out of a batch's
+    per-layer (keys, values)."""
+    return tuple((k[row][:, columns].clone(), v[row][:, columns].clone()) for k, v in layers)
 
 
 def layer_kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:

@@ -25,7 +25,14 @@ from typing import Any
 import torch
 
 from agent.rollout.policies.fixed_decode import FixedDecode
-from agent.rollout.policies.kv import KVStore, Past, batch_cache, buffered, row_past
+from agent.rollout.policies.kv import (
+    KVStore,
+    Past,
+    batch_cache,
+    buffered,
+    layer_kv,
+    row_past,
+)
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
 from wikisim.errors import ConfigError
 from wikisim.tools.protocol import STOP_STRINGS
@@ -248,7 +255,8 @@ class TransformersPolicy:
                     stay.append(b)
                 elif keep:  # its cache holds the context and this turn but the last token
                     self._pasts.put(
-                        contexts[i] + out_ids[i][:-1], row_past(cache, b, mask[b].nonzero()[:, 0])
+                        contexts[i] + out_ids[i][:-1],
+                        row_past(map(layer_kv, cache.layers), b, mask[b].nonzero()[:, 0]),
                     )
         self.generated_tokens += sum(len(r) for r in out_ids)
         return list(zip(out_ids, out_lp, strict=True))
