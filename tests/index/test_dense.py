@@ -147,3 +147,38 @@ def test_ivf_builds_are_the_same_bytes_on_any_number_of_threads(tmp_path, kind: 
         faiss.omp_set_num_threads(before)
     assert records[0]["kind"] == kind and records[0]["nlist"] > 100
     assert records[0] == records[1]  # the sha256 of the index file, nprobe and recall included
+
+
+def test_the_bundled_sample_reads_its_shipped_vectors_and_they_are_the_encoders(
+    sample_index,
+) -> None:
+    """The shipped vectors are found for the sample's passages (else every fresh machine encodes
+    them again, ~2.5 min), not for other texts or another encoder, and agree with an encode."""
+    from wikisim.index import bundled_vectors
+    from wikisim.index.dense import (
+        ENCODE_BATCH,
+        ENCODE_CHUNK,
+        MAX_SEQ_TOKENS,
+        _tree_hash,
+        encode_chunk,
+        load_encoder,
+        resolve_model_path,
+    )
+    from wikisim.index.layout import PASSAGES
+
+    sample = PassageStore(sample_index / PASSAGES)
+    model = str(resolve_model_path(None))
+    encoding = {
+        "model_sha256": _tree_hash(model),
+        "max_seq_tokens": MAX_SEQ_TOKENS,
+        "encode_chunk": ENCODE_CHUNK,
+    }
+    found = bundled_vectors.find(sample, encoding)
+    assert found is not None
+    vectors, record = found
+    assert vectors.shape == (len(sample), 384) and record["encode_batch"] == ENCODE_BATCH
+    assert bundled_vectors.find(sample, {**encoding, "model_sha256": "another model"}) is None
+    assert bundled_vectors.find(sample, {**encoding, "max_seq_tokens": 256}) is None
+    rows = [p.contents for p in sample][:ENCODE_BATCH]  # one batch: other padding, same vectors
+    encoded = encode_chunk(load_encoder(model), rows, ENCODE_BATCH)
+    assert np.abs(encoded - vectors[:ENCODE_BATCH]).max() < 1e-5

@@ -22,6 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from wikisim.errors import ConfigError, IndexNotBuiltError
+from wikisim.index import bundled_vectors
 from wikisim.index.manifest import sha256_file, sha256_tree
 from wikisim.index.passages import PassageStore
 from wikisim.index.ranked import Ranked, RankedRetriever, cut_at
@@ -308,23 +309,33 @@ def build_dense(
     `shards` is where the vectors go (default: inside `out`); a build that was killed
     resumes encoding at its first missing shard when given the same directory. The shards
     are removed once the index is written. `encoder` maps chunks of ENCODE_CHUNK texts to
-    their vectors in order (the Ray engine's actors); this process's model otherwise.
+    their vectors in order (the Ray engine's actors); this process's model otherwise. Passages
+    whose vectors the package ships (`bundled_vectors`: the bundled sample) are read, not encoded.
     """
     path = resolve_model_path(model_path)
     device = device or encode_device()
-    # With an encoder elsewhere (Ray actors) this model only tells the dimension: CPU will do.
-    model = load_encoder(str(path), device if encoder is None else "cpu")
     batch = GPU_ENCODE_BATCH if device.startswith("cuda") else ENCODE_BATCH
-    n, dim = len(store), model.get_embedding_dimension()
+    n = len(store)
     shards = shards or out / "shards"
     done = len(read_shards(shards)) * SHARD_ROWS if shards.is_dir() else 0
     rows = islice(iter(store), done, None)  # what finished shards hold is not encoded again
+    encoding = {"model_sha256": _tree_hash(str(path)), "max_seq_tokens": MAX_SEQ_TOKENS}
+    shipped = bundled_vectors.find(store, {**encoding, "encode_chunk": ENCODE_CHUNK})
+    if shipped is not None:  # the bundled sample: its vectors as encoded once, read
+        vectors, record = shipped
+        encoder, dim = bundled_vectors.chunk_encoder(vectors, done), vectors.shape[1]
+        batch, device = record["encode_batch"], record["encode_device"]
+    else:
+        # With an encoder elsewhere (Ray actors) this model only tells the dimension: CPU will do.
+        model = load_encoder(str(path), device if encoder is None else "cpu")
+        dim = model.get_embedding_dimension()
+        encoder = encoder or (lambda cs: (encode_chunk(model, t, batch) for t in cs))
 
     def chunks() -> Iterator[list[str]]:
         while texts := [p.contents for p in islice(rows, ENCODE_CHUNK)]:
             yield texts
 
-    encoded = (encoder or (lambda cs: (encode_chunk(model, t, batch) for t in cs)))(chunks())
+    encoded = encoder(chunks())
 
     def encode(start: int, stop: int) -> np.ndarray:
         vectors = next(encoded)
