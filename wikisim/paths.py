@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -22,3 +25,12 @@ def cache_dir() -> Path:
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """Held while `name` is looked up or built in the cache: processes that start together on a
+    fresh cache (vector-env workers, test workers) build it once, the others wait and find it."""
+    with open(cache_dir() / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

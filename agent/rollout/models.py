@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from wikisim.errors import ConfigError
-from wikisim.paths import cache_dir
+from wikisim.paths import cache_dir, cache_lock
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
@@ -89,8 +89,13 @@ def smollm2_dir() -> Path:
     with `from_config` (quantization config dropped). The folder appears atomically.
     """
     out = cache_dir() / "models" / SMOLLM2_DIRNAME
-    if (out / "config.json").is_file():
-        return out
+    with cache_lock(SMOLLM2_DIRNAME):
+        if not (out / "config.json").is_file():
+            _convert_smollm2(out)
+    return out
+
+
+def _convert_smollm2(out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -110,7 +115,6 @@ def smollm2_dir() -> Path:
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
-    return out
 
 
 def load_smollm2():

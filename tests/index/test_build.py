@@ -132,3 +132,22 @@ def test_rebuild_replaces_an_index_and_sample_index_is_cached(small, tmp_path) -
     mtime = (first / "manifest.json").stat().st_mtime_ns
     assert ensure_bundled_index() == first and (first / "manifest.json").stat().st_mtime_ns == mtime
     assert "lucene" in open_index(first).retrievers
+
+
+def test_processes_starting_together_take_the_cache_lock_in_turn(tmp_path) -> None:
+    """What `ensure_bundled_index` and `smollm2_dir` build under: never two builders at once."""
+    log = tmp_path / "log"
+    code = (
+        "import os, sys, time\n"
+        "from wikisim.paths import cache_lock\n"
+        "with cache_lock('x'):\n"
+        "    with open(sys.argv[1], 'a') as f: f.write(f'in {os.getpid()}\\n')\n"
+        "    time.sleep(0.5)\n"
+        "    with open(sys.argv[1], 'a') as f: f.write(f'out {os.getpid()}\\n')\n"
+    )
+    env = {**os.environ, "WIKISIM_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(log)], env=env) for _ in range(3)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert [kind for kind, _ in lines] == ["in", "out"] * 3
+    assert all(lines[i][1] == lines[i + 1][1] for i in range(0, 6, 2))

@@ -36,7 +36,7 @@ from wikisim.index.manifest import (
     write_manifest,
 )
 from wikisim.index.passages import MIN_PASSAGE_WORDS, PassageStore, PassageStoreWriter, split_page
-from wikisim.paths import QA_DIR, SAMPLE_DUMP, cache_dir
+from wikisim.paths import QA_DIR, SAMPLE_DUMP, cache_dir, cache_lock
 
 _T = TypeVar("_T")
 
@@ -497,10 +497,11 @@ def ensure_bundled_index(name: str = "sample", dense: bool = False) -> Path:
     candidates = [root / f"enwiki-2014-{name}-dense"] + (
         [] if dense else [root / f"enwiki-2014-{name}"]
     )
-    for path in candidates:
-        if (path / MANIFEST).is_file() and read_manifest(path).get("format") == FORMAT:
-            open_index(path)
-            return path
-    out = candidates[-1] if not dense else candidates[0]
-    build(list(BUNDLED_INDEXES[name]), out, dense=dense, progress=False)
-    return out
+    with cache_lock(f"index-{name}"):
+        for path in candidates:
+            if (path / MANIFEST).is_file() and read_manifest(path).get("format") == FORMAT:
+                open_index(path)
+                return path
+        out = candidates[-1] if not dense else candidates[0]
+        build(list(BUNDLED_INDEXES[name]), out, dense=dense, progress=False)
+        return out

@@ -7,6 +7,7 @@ second run on the same index reuses it.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,7 +72,9 @@ def facts_from_store(
         source = Subset(store, frozenset(expansion.include()))
     path = Path(path)
     if rebuild or not path.exists():
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(
+            f".tmp-{os.getpid()}"
+        )  # processes building it at once never share one
         build_facts(source, tmp)
         tmp.replace(path)
     return FactBuild(FactDB(path), expansion)
