@@ -25,8 +25,8 @@ TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
 SMALL_CONTEXT: dict[str, int | str] = {
     "max_turns": 4,
     "max_new_tokens": 96,
-    "envs": 12,
-    "batch_size": 12,
+    "envs": 36,  # the bundled tasks in one batch: 218 s against 345 s in batches of 12 (untrained, 2 cores)
+    "batch_size": 36,
     "search_k": 3,
     "visit_tokens": 150,
     "prompt": "compact",
