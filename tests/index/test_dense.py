@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import islice
 
 import numpy as np
 import pytest
@@ -179,6 +180,8 @@ def test_the_bundled_sample_reads_its_shipped_vectors_and_they_are_the_encoders(
     assert vectors.shape == (len(sample), 384) and record["encode_batch"] == ENCODE_BATCH
     assert bundled_vectors.find(sample, {**encoding, "model_sha256": "another model"}) is None
     assert bundled_vectors.find(sample, {**encoding, "max_seq_tokens": 256}) is None
-    rows = [p.contents for p in sample][:ENCODE_BATCH]  # one batch: other padding, same vectors
+    rows = [
+        p.contents for p in islice(sample, ENCODE_BATCH)
+    ]  # one batch: other padding, same vectors
     encoded = encode_chunk(load_encoder(model), rows, ENCODE_BATCH)
     assert np.abs(encoded - vectors[:ENCODE_BATCH]).max() < 1e-5

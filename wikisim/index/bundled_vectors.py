@@ -109,7 +109,7 @@ def write(index_dir: Path, name: str) -> Path:
         "encode_batch": dense["encode_batch"],
         "encode_device": dense["encode_device"],
     }
-    out.with_suffix("").with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    (VECTORS_DIR / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     return out
 
 

@@ -319,8 +319,12 @@ def build_dense(
     shards = shards or out / "shards"
     done = len(read_shards(shards)) * SHARD_ROWS if shards.is_dir() else 0
     rows = islice(iter(store), done, None)  # what finished shards hold is not encoded again
-    encoding = {"model_sha256": _tree_hash(str(path)), "max_seq_tokens": MAX_SEQ_TOKENS}
-    shipped = bundled_vectors.find(store, {**encoding, "encode_chunk": ENCODE_CHUNK})
+    encoding = {
+        "model_sha256": _tree_hash(str(path)),
+        "max_seq_tokens": MAX_SEQ_TOKENS,
+        "encode_chunk": ENCODE_CHUNK,
+    }
+    shipped = bundled_vectors.find(store, encoding)
     if shipped is not None:  # the bundled sample: its vectors as encoded once, read
         vectors, record = shipped
         encoder, dim = bundled_vectors.chunk_encoder(vectors, done), vectors.shape[1]
