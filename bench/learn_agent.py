@@ -27,7 +27,9 @@ Env options for a small model's context: 3 results per search, 150-token extract
 compact system prompt (same turn format); the paper's defaults are otherwise unchanged.
 
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, <= 15 min on 2 cores
-    .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget
+    .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds in 2 hours on 2 cores
+                                                             # (12 questions a held-out set, GRPO to a deadline)
+    .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget (every held-out question)
     for s in 0 1 2; do                                       # or side by side on one GPU, merged
       python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 500 \
         --gpu-memory-fraction 0.3 --max-new-tokens 128 --pass-samples 1 --eval-batch 128 \
@@ -36,7 +38,7 @@ compact system prompt (same turn format); the paper's defaults are otherwise unc
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
 
 Output: a table per held-out set (stage x EM, F1, pass@1 with 95% intervals over tasks, search and
-visit calls, grounded share, tokens per episode), per-stage wall times, bench/results/learn_agent[_quick]
+visit calls, grounded share, tokens per episode), per-stage wall times, bench/results/learn_agent[_quick|_cpu]
 .json and .png (held-out reward over GRPO steps); the last line is one JSON object
 `{"stages": {"untrained": {...}, "sft": {...}, "grpo": {...}}}` pooled over the held-out sets.
 """
@@ -70,7 +72,12 @@ from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
-from agent.train.teachers import RESEARCH_TEACHERS, ResearchTeacher  # noqa: E402
+from agent.train.teachers import (  # noqa: E402
+    RESEARCH_TEACHERS,
+    ResearchTeacher,
+    evidence_text,
+    grounded_in,
+)
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -131,9 +138,21 @@ def load_data(eval_limit: int) -> Data:
     return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held)
 
 
-def episode_stats(trajs: list[Trajectory]) -> dict:
-    """Per-episode tool use, grounding and length; intervals are bootstraps over tasks."""
+def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
+    """A gold answer was written in one of the episode's observations (tool responses, their echo
+    of the call's arguments left out): whether retrieval put it in front of the policy."""
+    texts = [evidence_text(u.observation) for u in t.turns if u.observation]
+    return any(grounded_in(a, texts) for a in tasks.get(t.task_id).answers)
+
+
+def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
+    """Per-episode tool use, grounding and length; intervals are bootstraps over tasks.
+
+    `gold_seen` and `em_when_seen` split the failures: an episode whose observations never held
+    the answer failed at search; one that saw it and answered otherwise failed at reading.
+    """
     ids = [t.task_id for t in trajs]
+    seen = [t for t in trajs if gold_seen(t, tasks)]
     em = [t.metrics.get("em", 0.0) for t in trajs]
     f1 = [t.metrics.get("f1", 0.0) for t in trajs]
     calls = [[n for u in t.turns for n in u.tool_calls] for t in trajs]
@@ -152,6 +171,8 @@ def episode_stats(trajs: list[Trajectory]) -> dict:
         "truncated": statistics.mean(float(t.truncated) for t in trajs),
         "grounded_share_of_answers": sum(map(answer_observed, answered)) / max(len(answered), 1),
         "grounded_share_of_correct": sum(map(answer_observed, correct)) / max(len(correct), 1),
+        "gold_seen": len(seen) / len(trajs),
+        "em_when_seen": statistics.mean(t.metrics.get("em", 0.0) for t in seen) if seen else 0.0,
         "tokens_per_episode": statistics.mean(sum(len(u.ids) for u in t.turns) for t in trajs),
         "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
     }
@@ -197,7 +218,7 @@ class Bench:
             )
         greedy = self._run(policy, name, policy_dir)
         out = {
-            held: episode_stats([t for t in greedy if t.task_id in ids])
+            held: episode_stats([t for t in greedy if t.task_id in ids], self.data.tasks)
             for held, ids in self.held_ids.items()
         }
         if self.args.pass_samples and isinstance(policy, TransformersPolicy):
@@ -284,11 +305,14 @@ class Bench:
         res["time_s"]["probe"] = time.perf_counter() - t0
         return start
 
-    def seed(self, seed: int, untrained: dict | None) -> dict:
+    def seed(self, seed: int, untrained: dict | None, seeds_left: int) -> dict:
+        """One seed's rejection sampling, SFT, GRPO and evals; under `--deadline-s` it gets an
+        equal share of the time left, and its GRPO runs the steps that fit in that share."""
         a, out = self.args, self.out / f"seed{seed}"
         shutil.rmtree(out, ignore_errors=True)
         res: dict = {"seed": seed, "untrained": untrained, "time_s": {}}
         t0 = time.perf_counter()
+        deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())
         chat = ChatFormat(tok)
         teacher = ResearchTeacher(
@@ -379,12 +403,10 @@ class Bench:
                 retire_after=4 * a.group_size,
                 question_rollouts=a.question_groups * a.group_size,
             )
-        if (
-            a.deadline_s
-        ):  # a fixed wall-clock budget (one device run): as many steps as fit, measured on 2
+        if a.deadline_s:  # a fixed wall-clock budget: as many steps as fit, measured on 2
             probe = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, stop_after=2)
             per_step = max(r["time_step"] + r["time_dev_eval"] for r in probe.history)
-            left = a.deadline_s - (time.perf_counter() - self.started) - 1.5 * eval_s - 30
+            left = deadline - time.perf_counter() - 1.5 * eval_s - 30
             gcfg = dataclasses.replace(
                 gcfg, steps=max(2, min(a.grpo_steps, 2 + int(left / per_step))), resume=True
             )
@@ -433,6 +455,8 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "search_calls",
         "visit_calls",
         "grounded_share_of_correct",
+        "gold_seen",
+        "em_when_seen",
         "tokens_per_episode",
     )
     sets = list(baseline)
@@ -515,9 +539,9 @@ def table(summary: dict) -> str:
     for held, row in summary["per_set"].items():
         lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
         lines.append(
-            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | tokens/ep |"
+            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for s in STAGES:
             v = row[s]
             ci = v.get("em_ci95_seed0")
@@ -525,7 +549,8 @@ def table(summary: dict) -> str:
             p1 = f"{v['pass@1']:.3f}" if "pass@1" in v else "-"
             lines.append(
                 f"| {s} | {em} | {v['f1']:.3f} | {p1} | {v['search_calls']:.2f} | {v['visit_calls']:.2f} | "
-                f"{v['grounded_share_of_correct']:.2f} | {v['tokens_per_episode']:.0f} |"
+                f"{v['grounded_share_of_correct']:.2f} | {v.get('gold_seen', float('nan')):.2f} | "
+                f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} |"
             )
         for g in ("gain untrained->sft", "gain sft->grpo"):
             lines.append(
@@ -538,6 +563,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--quick", action="store_true", help="one seed, tiny budgets (<= 15 min on 2 cores)"
+    )
+    p.add_argument(
+        "--profile",
+        choices=("quick", "cpu", "gpu"),
+        default=None,
+        help="the budget: quick (as --quick), cpu (3 seeds in 2 hours on 2 cores), gpu "
+        "(3 seeds, every held-out question); default gpu on CUDA, else cpu",
     )
     p.add_argument("--seeds", type=int, nargs="+", default=None)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -615,9 +647,9 @@ def main() -> None:
     p.add_argument(
         "--deadline-s",
         type=float,
-        default=0,
-        help="wall-clock budget of one seed's process: GRPO runs as "
-        "many of --grpo-steps as fit (0: all of them)",
+        default=None,
+        help="wall-clock budget of the whole run, shared equally by the seeds left: each "
+        "seed's GRPO runs as many of --grpo-steps as fit in its share (0: all of them)",
     )
     p.add_argument(
         "--gpu-memory-fraction",
@@ -654,8 +686,30 @@ def main() -> None:
         "pass_samples": 0,
         "micro_batch": 2,
         "eval_batch": 24,
+        "deadline_s": 0,
     }
-    full = {
+    # 3 seeds in 2 hours on 2 cores, from one seed's stage times here (an episode ~5.5 s to
+    # generate, an SFT step of 4 episodes ~34 s, a GRPO step of 16 rollouts ~200 s): the first 12
+    # questions of each held-out set, and GRPO's steps fitted to the deadline (3-4 a seed)
+    cpu = {
+        "seeds": [0, 1, 2],
+        "eval_limit": 12,
+        "sft_questions": 0,
+        "samples_per_question": 1,
+        "sft_steps": 16,
+        "sft_batch": 4,
+        "grpo_steps": 20,
+        "questions_per_step": 2,
+        "probe_questions": 8,
+        "group_size": 8,
+        "dev_every": 3,
+        "dev_per_set": 1,
+        "pass_samples": 0,
+        "micro_batch": 2,
+        "eval_batch": 50,
+        "deadline_s": 6900,
+    }
+    gpu = {
         "seeds": [0, 1, 2],
         "eval_limit": 0,
         "sft_questions": 0,
@@ -671,8 +725,12 @@ def main() -> None:
         "pass_samples": 2,
         "micro_batch": 4,  # SFT's activations at 16 outgrow a third of an H100 (seeds side by side)
         "eval_batch": 64,
+        "deadline_s": 0,
     }
-    for k, v in (quick if args.quick else full).items():
+    if args.quick:
+        args.profile = "quick"
+    args.profile = args.profile or ("gpu" if args.device.startswith("cuda") else "cpu")
+    for k, v in {"quick": quick, "cpu": cpu, "gpu": gpu}[args.profile].items():
         if getattr(args, k) is None:
             setattr(args, k, v)
     torch.set_num_threads(args.threads)
@@ -681,7 +739,12 @@ def main() -> None:
         torch.cuda.set_per_process_memory_fraction(
             args.gpu_memory_fraction, torch.device(args.device).index
         )
-    name = args.name or ("learn_agent_quick" if args.quick else "learn_agent")
+    name = (
+        args.name
+        or {"quick": "learn_agent_quick", "cpu": "learn_agent_cpu", "gpu": "learn_agent"}[
+            args.profile
+        ]
+    )
     if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
         parts = [json.loads(Path(f).read_text()) for f in args.combine]
         runs = [r for p in parts for r in p["runs"]]
@@ -713,8 +776,8 @@ def main() -> None:
     untrained = bench.evaluate("untrained", str(smollm2_dir())) if args.untrained else None
     times["untrained"] = time.perf_counter() - t
     runs = []
-    for seed in args.seeds:
-        runs.append(bench.seed(seed, untrained))
+    for i, seed in enumerate(args.seeds):
+        runs.append(bench.seed(seed, untrained, len(args.seeds) - i))
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
         (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
     if untrained is None:  # a part of a side-by-side run: --combine reports it with the others
