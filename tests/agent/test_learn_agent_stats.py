@@ -1,0 +1,64 @@
+"""bench/learn_agent.py splits failures into search (the answer never on screen) and reading."""
+
+from __future__ import annotations
+
+import runpy
+
+import pytest
+
+from agent.rollout.trajectory import Trajectory, Turn
+from wikisim.env.tasks import Task, TaskSet
+from wikisim.paths import REPO_ROOT
+
+
+def _episode(task: str, observation: str, answer: str, em: float) -> Trajectory:
+    turns = (
+        Turn(
+            text="search",
+            ids=(1,),
+            logprobs=(0.0,),
+            observation=observation,
+            tool_calls=("search",),
+        ),
+        Turn(text=f"<answer>{answer}</answer>", ids=(2,), logprobs=(0.0,)),
+    )
+    return Trajectory(
+        task_id=task,
+        seed=0,
+        policy="p",
+        prompt_ids=(0,),
+        turns=turns,
+        answer=answer,
+        reward=em,
+        terminated=True,
+        truncated=False,
+        manifest_hash="h",
+        version="0",
+        metrics={"em": em, "f1": em},
+    )
+
+
+def test_gold_seen_counts_evidence_not_the_echo_of_the_query() -> None:
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    tasks = TaskSet(
+        [
+            Task("a", "Which band is from Copenhagen?", ("Mercyful Fate",)),
+            Task("b", "Where was Locke born?", ("Wrington",)),
+            Task("c", "Who wrote the Grand Model?", ("John Locke",)),
+        ]
+    )
+    trajs = [
+        # read the answer and gave it
+        _episode(
+            "a", "1. [Mercyful Fate](u) Mercyful Fate is a Danish band.", "Mercyful Fate", 1.0
+        ),
+        # the answer was on screen; answered with the question's words (a reading failure)
+        _episode("b", "Locke was born in Wrington, Somerset.", "Locke", 0.0),
+        # the answer only in the echo of its own query: never retrieved (a search failure)
+        _episode("c", "A Google search for 'John Locke' found 0 results:", "Thomas Hobbes", 0.0),
+    ]
+    seen = [bench["gold_seen"](t, tasks) for t in trajs]
+    assert seen == [True, True, False]
+    stats = bench["episode_stats"](trajs, tasks)
+    assert stats["gold_seen"] == pytest.approx(2 / 3)
+    assert stats["em_when_seen"] == pytest.approx(1 / 2)
