@@ -71,7 +71,7 @@ from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
-from agent.train.sft import answer_observed, rejection_sample, train_sft  # noqa: E402
+from agent.train.sft import answer_observed, cap_direct, rejection_sample, train_sft  # noqa: E402
 from agent.train.teachers import (  # noqa: E402
     RESEARCH_TEACHERS,
     ResearchTeacher,
@@ -322,6 +322,7 @@ class Bench:
         kept, report = rejection_sample(
             self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
         )
+        kept = cap_direct(kept, a.direct_share, seed)
         out.mkdir(parents=True, exist_ok=True)
         write_trajectories(out / "sft_data.jsonl", kept)
         res["rejection"] = {
@@ -329,6 +330,7 @@ class Bench:
             "tried": report.tried_total,
             "questions_with_any": sum(1 for v in report.kept.values() if v),
             "all_grounded": all(map(answer_observed, kept)),
+            "trained_on": len(kept),
         }
         res["time_s"]["rejection"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -590,6 +592,12 @@ def main() -> None:
         choices=tuple(RESEARCH_TEACHERS),
         default="research",
         help="research-known searches only what a student can type (no unnamed evidence titles)",
+    )
+    p.add_argument(
+        "--direct-share",
+        type=float,
+        default=1.0,
+        help="at most this share of the SFT episodes answer after one tool call (1: all kept)",
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)

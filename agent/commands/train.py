@@ -138,7 +138,7 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
     from agent.rollout.react import ChatFormat
     from agent.rollout.trajectory import write_trajectories
     from agent.train.loop import load_model
-    from agent.train.sft import rejection_sample
+    from agent.train.sft import cap_direct, rejection_sample
     from agent.train.teachers import RESEARCH_TEACHERS, ResearchTeacher
 
     tokenizer, _ = load_model(cfg)
@@ -156,6 +156,7 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
         kept, report = rejection_sample(
             runner.teacher(teacher, chat, cfg.seed), tasks.ids(), cfg.samples_per_question
         )
+    kept = cap_direct(kept, cfg.direct_share, cfg.seed)
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_trajectories(out / "sft_data.jsonl", kept)
@@ -165,5 +166,6 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
     print(
         f"rejection sampling: kept {report.kept_total} of {report.tried_total} "
         f"({sum(1 for v in report.kept.values() if v)}/{len(report.kept)} questions with any)"
+        + (f"; {len(kept)} after direct_share={cfg.direct_share}" if cfg.direct_share < 1 else "")
     )
     return kept

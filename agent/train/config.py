@@ -93,6 +93,8 @@ class SFTConfig(TrainConfig):
     # research or research-known (agent.train.teachers, known_only), oracle, search-answer, or any policy name
     teacher: str = "oracle"
     samples_per_question: int = 4  # K teacher episodes per training question
+    # at most this share of the kept episodes answer after one tool call (agent.train.sft.cap_direct)
+    direct_share: float = 1.0
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step
@@ -103,6 +105,8 @@ class SFTConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not 0 < self.direct_share <= 1:
+            raise ConfigError(f"direct_share={self.direct_share} must be in (0, 1]")
         if self.max_steps < 0 or self.stop_loss < 0:
             raise ConfigError(
                 f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,26 @@ def rejection_sample(
                 kept.append(t)
                 n_kept[t.task_id] += 1
     return kept, RejectionReport(tried=tried, kept=n_kept)
+
+
+def cap_direct(kept: Sequence[Trajectory], share: float, seed: int) -> list[Trajectory]:
+    """The kept episodes with at most `share` of them answering after a single tool call.
+
+    Most teacher episodes find the answer in their first search's results (~80% with the
+    research teacher), so a student learns to answer after one search whatever it read; capping
+    them leaves the episodes that searched again or visited a larger part of the data. Which
+    direct episodes stay is drawn with `seed`; the order of the rest is unchanged.
+    """
+    if not 0 < share <= 1:
+        raise ConfigError(f"direct_share={share} must be in (0, 1]")
+    direct = [i for i, t in enumerate(kept) if sum(len(u.tool_calls) for u in t.turns) <= 1]
+    longer = len(kept) - len(direct)
+    # d / (d + longer) <= share  <=>  d <= share * longer / (1 - share)
+    room = len(direct) if share == 1 else int(share * longer / (1 - share))
+    if room >= len(direct):
+        return list(kept)
+    drop = set(direct) - set(random.Random(seed).sample(direct, room))
+    return [t for i, t in enumerate(kept) if i not in drop]
 
 
 def _step_indices(cfg: SFTConfig, n: int, step: int, steps_per_epoch: int) -> list[int]:

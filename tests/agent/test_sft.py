@@ -13,7 +13,14 @@ from agent.rollout.trajectory import Trajectory, Turn
 from agent.train.config import SFTConfig
 from agent.train.loop import collate, read_metrics
 from agent.train.losses import masked_nll, token_logprobs
-from agent.train.sft import rejection_sample, sft_loss, train_sft, well_formed_correct
+from agent.train.sft import (
+    cap_direct,
+    rejection_sample,
+    sft_loss,
+    train_sft,
+    well_formed_correct,
+)
+from wikisim.errors import ConfigError
 
 
 def make_traj(
@@ -95,6 +102,23 @@ def test_rejection_sample_keeps_correct_distinct_and_reports(tok):
         good, turns=(dataclasses.replace(good.turns[0], tool_calls=("?",)), good.turns[1])
     )
     assert well_formed_correct(good) and not well_formed_correct(malformed)
+
+
+def test_cap_direct_keeps_every_longer_episode_and_caps_the_direct_ones(tok, data):
+    search = data[0].turns[0]
+    longer = [  # search, search again, answer
+        dataclasses.replace(t, turns=(search, *t.turns)) for t in data[:2]
+    ]
+    kept = [*data, *longer]  # 8 direct, 2 longer
+    assert cap_direct(kept, 1.0, seed=0) == kept
+    half = cap_direct(kept, 0.5, seed=0)
+    assert len(half) == 4 and longer[0] in half and longer[1] in half
+    assert [t for t in half if t in data] == [t for t in data if t in half]  # order kept
+    assert cap_direct(kept, 0.5, seed=0) == half  # the same draw for the same seed
+    assert {t.task_id for t in cap_direct(kept, 0.5, seed=1)} != {t.task_id for t in half}
+    assert cap_direct(kept, 0.9, seed=0) == kept  # 8 of 10 is under 0.9: nothing to drop
+    with pytest.raises(ConfigError, match="direct_share=0"):
+        cap_direct(kept, 0.0, seed=0)
 
 
 def test_observation_tokens_get_exactly_zero_gradient(tok, data):
