@@ -710,7 +710,7 @@ def main() -> None:
         "questions_per_step": 2,
         "probe_questions": 8,
         "group_size": 8,
-        "dev_every": 3,
+        "dev_every": 1,  # 2-3 steps fit: a held-out point after each (~60 s)
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
