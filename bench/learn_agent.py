@@ -698,7 +698,7 @@ def main() -> None:
     }
     # 3 seeds in 2 hours on 2 cores, from one seed's stage times here (an episode ~5.5 s to
     # generate, an SFT step of 4 episodes ~34 s, a GRPO step of 16 rollouts ~200 s): the first 12
-    # questions of each held-out set, and GRPO's steps fitted to the deadline (3-4 a seed)
+    # questions of each held-out set, and GRPO's steps fitted to the deadline (2-3 a seed)
     cpu = {
         "seeds": [0, 1, 2],
         "eval_limit": 12,
