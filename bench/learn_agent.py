@@ -145,12 +145,30 @@ def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
     return any(grounded_in(a, texts) for a in tasks.get(t.task_id).answers)
 
 
+WRONG = ("no_answer", "echo", "misread", "unread")
+
+
+def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
+    """What a wrong answer was, read off it: none given; words of the question (echo); another
+    span of its observations (misread); neither (unread: guessed or garbled). None when right."""
+    if t.metrics.get("em", 0.0) >= 1.0:
+        return None
+    if t.answer is None or not t.answer.strip():
+        return "no_answer"
+    if grounded_in(t.answer, [tasks.get(t.task_id).question]):
+        return "echo"
+    texts = [evidence_text(u.observation) for u in t.turns if u.observation]
+    return "misread" if grounded_in(t.answer, texts) else "unread"
+
+
 def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
     """Per-episode tool use, grounding and length; intervals are bootstraps over tasks.
 
     `gold_seen` and `em_when_seen` split the failures: an episode whose observations never held
     the answer failed at search; one that saw it and answered otherwise failed at reading.
+    `wrong_*` are the shares of episodes whose wrong answer was of each `wrong_kind`.
     """
+    kinds = [wrong_kind(t, tasks) for t in trajs]
     ids = [t.task_id for t in trajs]
     seen = [t for t in trajs if gold_seen(t, tasks)]
     em = [t.metrics.get("em", 0.0) for t in trajs]
@@ -175,6 +193,7 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
         "em_when_seen": statistics.mean(t.metrics.get("em", 0.0) for t in seen) if seen else 0.0,
         "tokens_per_episode": statistics.mean(sum(len(u.ids) for u in t.turns) for t in trajs),
         "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
+        **{f"wrong_{k}": kinds.count(k) / len(trajs) for k in WRONG},
     }
 
 
@@ -460,6 +479,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "gold_seen",
         "em_when_seen",
         "tokens_per_episode",
+        *(f"wrong_{k}" for k in WRONG),
     )
     sets = list(baseline)
     out: dict = {"per_set": {}, "stages": {}}
@@ -541,9 +561,9 @@ def table(summary: dict) -> str:
     for held, row in summary["per_set"].items():
         lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
         lines.append(
-            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep |"
+            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep | wrong: none/echo/misread/unread |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for s in STAGES:
             v = row[s]
             ci = v.get("em_ci95_seed0")
@@ -552,7 +572,9 @@ def table(summary: dict) -> str:
             lines.append(
                 f"| {s} | {em} | {v['f1']:.3f} | {p1} | {v['search_calls']:.2f} | {v['visit_calls']:.2f} | "
                 f"{v['grounded_share_of_correct']:.2f} | {v.get('gold_seen', float('nan')):.2f} | "
-                f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} |"
+                f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} | "
+                + "/".join(f"{v.get(f'wrong_{k}', float('nan')):.2f}" for k in WRONG)
+                + " |"
             )
         for g in ("gain untrained->sft", "gain sft->grpo"):
             lines.append(

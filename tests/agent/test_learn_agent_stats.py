@@ -62,3 +62,20 @@ def test_gold_seen_counts_evidence_not_the_echo_of_the_query() -> None:
     stats = bench["episode_stats"](trajs, tasks)
     assert stats["gold_seen"] == pytest.approx(2 / 3)
     assert stats["em_when_seen"] == pytest.approx(1 / 2)
+
+
+def test_wrong_answers_are_told_apart_by_what_they_repeat() -> None:
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
+    screen = "John Locke was born in Wrington and studied at Christ Church, Oxford."
+    trajs = [
+        _episode("b", screen, "Wrington", 1.0),  # right
+        _episode("b", screen, "John Locke", 0.0),  # the question's words, though also on screen
+        _episode("b", screen, "Christ Church", 0.0),  # another span it read
+        _episode("b", screen, "Bristol", 0.0),  # neither
+        _episode("b", screen, " ", 0.0),  # nothing
+    ]
+    kinds = [bench["wrong_kind"](t, tasks) for t in trajs]
+    assert kinds == [None, "echo", "misread", "unread", "no_answer"]
+    stats = bench["episode_stats"](trajs, tasks)
+    assert [stats[f"wrong_{k}"] for k in bench["WRONG"]] == [0.2, 0.2, 0.2, 0.2]
