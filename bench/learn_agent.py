@@ -138,10 +138,16 @@ def load_data(eval_limit: int) -> Data:
     return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held)
 
 
+def observed(t: Trajectory) -> list[str]:
+    """The episode's observations as evidence: tool responses, their echo of the call's arguments
+    left out."""
+    return [evidence_text(u.observation) for u in t.turns if u.observation]
+
+
 def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
-    """A gold answer was written in one of the episode's observations (tool responses, their echo
-    of the call's arguments left out): whether retrieval put it in front of the policy."""
-    texts = [evidence_text(u.observation) for u in t.turns if u.observation]
+    """A gold answer was written in one of the episode's observations: whether retrieval put it
+    in front of the policy."""
+    texts = observed(t)
     return any(grounded_in(a, texts) for a in tasks.get(t.task_id).answers)
 
 
@@ -157,8 +163,7 @@ def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
         return "no_answer"
     if grounded_in(t.answer, [tasks.get(t.task_id).question]):
         return "echo"
-    texts = [evidence_text(u.observation) for u in t.turns if u.observation]
-    return "misread" if grounded_in(t.answer, texts) else "unread"
+    return "misread" if grounded_in(t.answer, observed(t)) else "unread"
 
 
 def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
