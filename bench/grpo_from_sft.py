@@ -58,6 +58,7 @@ from agent.rollout.models import is_adapter, load_local  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import GRPOResult, probe_start, train_grpo  # noqa: E402
+from agent.train.starts import read_starts  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 
@@ -132,6 +133,18 @@ def main() -> None:
         default=0,
         help="candidates: those of the first N drawn that the research teacher solves (0: off)",
     )
+    p.add_argument(
+        "--teacher-starts",
+        type=float,
+        default=0.0,
+        help="share of each step's groups that start from a teacher episode's turns before its "
+        "answer (agent.train.starts); candidates are then the questions --teacher-data holds",
+    )
+    p.add_argument(
+        "--teacher-data",
+        default="",
+        help="trajectories to start from (e.g. learn_agent's SEED/sft_data.jsonl)",
+    )
     p.add_argument("--eval", choices=("none", "end", "both"), default="none")
     p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
     p.add_argument("--eval-limit", type=int, default=0, help="questions per held-out set (0 = all)")
@@ -177,6 +190,9 @@ def main() -> None:
         candidates = teacher_solvable(
             runner, tokenizer, data, candidates[: args.teacher_solvable], args.seed
         )
+    if args.teacher_starts:
+        startable = read_starts(args.teacher_data)
+        candidates = [q for q in candidates if q in startable]
     t0 = time.perf_counter()
     start = probe_start(
         sampler,
@@ -223,6 +239,8 @@ def main() -> None:
         resume=False,
         max_new_tokens=args.max_new_tokens,
         max_context_tokens=2048,
+        teacher_starts=args.teacher_starts,
+        teacher_data=args.teacher_data,
     )
     deadline_s = args.deadline_s
     if args.budget_s:
@@ -235,6 +253,7 @@ def main() -> None:
     keys = (
         "solve_rate",
         "reward",
+        "started_share",
         "grounded_share",
         "adv_nonzero_share",
         "adv_std",

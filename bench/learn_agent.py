@@ -403,6 +403,8 @@ class Bench:
             resume=False,
             env=self.env,
             max_new_tokens=a.max_new_tokens,
+            teacher_starts=a.teacher_starts,
+            teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
         runner = self.runner
@@ -662,6 +664,13 @@ def main() -> None:
         help="the env's reward in GRPO (f1: partial credit); evaluation reports both",
     )
     add_question_groups(p)
+    p.add_argument(
+        "--teacher-starts",
+        type=float,
+        default=0.0,
+        help="share of GRPO's groups that start from the teacher's turns before its answer "
+        "(its SFT data; agent.train.starts): the policy has read the page and answers from there",
+    )
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
     p.add_argument(

@@ -80,6 +80,7 @@ class Generation:
     text: str
     ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
+    forced: bool = False  # a turn the policy was given, not one it wrote (see Turn.forced)
 
     def __post_init__(self) -> None:
         if (self.ids is None) != (self.logprobs is None):
@@ -203,8 +204,13 @@ class Episode:
                 gen.ids is None or gen.logprobs is None
             ):  # text-only policy (scripted, HTTP): tokenised once, logprob 0
                 ids = self.chat.encode(text)
-                room = self.room()
-                if len(ids) > room:  # held to the budget a model's turn stops at
+                # held to the budget a model's turn stops at; a forced turn only to the context's
+                room = (
+                    self.budget.max_context_tokens - len(self.context)
+                    if gen.forced
+                    else self.room()
+                )
+                if len(ids) > room:
                     ids = ids[:room]
                     text = self.chat.tokenizer.decode(list(ids), skip_special_tokens=False)
                 logprobs = (0.0,) * len(ids)
@@ -216,7 +222,7 @@ class Episode:
         eos = self.chat.eos_text if self.chat else ""
         if eos and action.endswith(eos):
             action = action[: -len(eos)]
-        self._pending = (Generation(text, ids, logprobs), action)
+        self._pending = (Generation(text, ids, logprobs, gen.forced), action)
         self.messages.append({"role": "assistant", "content": action})
         return action
 
@@ -281,4 +287,5 @@ class Episode:
             observation=observation,
             observation_ids=obs_ids,
             tool_calls=call_names(parse_turn(gen.text, self._parameters)),
+            forced=gen.forced,
         )

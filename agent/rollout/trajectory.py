@@ -21,6 +21,7 @@ class Turn:
     observation: str = ""  # the env's observation text after this turn ("" after the last)
     observation_ids: tuple[int, ...] = ()  # ids appended after the turn (loss mask 0)
     tool_calls: tuple[str, ...] = ()  # names of the tools this turn called
+    forced: bool = False  # replayed from another policy (a teacher's start): loss mask 0
 
     def __post_init__(self) -> None:
         if len(self.ids) != len(self.logprobs):
@@ -54,10 +55,10 @@ class Trajectory:
         return ids
 
     def loss_mask(self) -> list[int]:
-        """1 on the policy's own tokens, 0 on prompt and observation tokens."""
+        """1 on the policy's own tokens, 0 on prompt, observation and forced-turn tokens."""
         mask = [0] * len(self.prompt_ids)
         for t in self.turns:
-            mask += [1] * len(t.ids) + [0] * len(t.observation_ids)
+            mask += [int(not t.forced)] * len(t.ids) + [0] * len(t.observation_ids)
         return mask
 
     def logprobs(self) -> list[float]:

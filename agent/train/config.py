@@ -159,6 +159,9 @@ class GRPOConfig(TrainConfig):
     # or not, until no fresh one is left: GRPO on a few in-band questions memorises their answers
     band_low: float = 0.0  # a question stays while low < pass rate < high
     band_high: float = 1.0
+    teacher_starts: float = 0.0  # share of each step's questions whose group starts from a teacher
+    # episode's turns before its answer (reverse curriculum; agent.train.starts), the rest from scratch
+    teacher_data: str = ""  # trajectories to start from (e.g. the SFT run's rejection-sampled data)
     generation_server: str = (
         ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     )
@@ -191,6 +194,13 @@ class GRPOConfig(TrainConfig):
         if self.group_size < 2:
             raise ConfigError(
                 f"group_size={self.group_size} must be >= 2: a group baseline needs other rollouts"
+            )
+        if not 0.0 <= self.teacher_starts <= 1.0:
+            raise ConfigError(f"teacher_starts={self.teacher_starts} must be a share in [0, 1]")
+        if self.teacher_starts and not self.teacher_data:
+            raise ConfigError(
+                f"teacher_starts={self.teacher_starts} needs teacher_data: a trajectories file "
+                "to start from (e.g. the rejection-sampled SFT data)"
             )
         if self.temperature <= 0:
             raise ConfigError(

@@ -17,6 +17,7 @@ import gymnasium as gym
 from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig
+from agent.train.starts import StartedPolicy, Starts
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
@@ -108,10 +109,15 @@ class EnvRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, policy: Any, task_ids: Sequence[str], n: int, seed: int) -> list[Trajectory]:
-        """`n` episodes per task id (contiguous), each with its own seed derived from `seed`."""
+    def run(
+        self, policy: Any, task_ids: Sequence[str], n: int, seed: int, starts: Starts | None = None
+    ) -> list[Trajectory]:
+        """`n` episodes per task id (contiguous), each with its own seed derived from `seed`; the
+        episodes of a task id in `starts` replay its teacher's turns first (`StartedPolicy`)."""
         from agent.rollout.episodes import Job, rollout
 
+        if starts:
+            policy = StartedPolicy(policy, self.tasks, starts)
         jobs = [
             Job(tid, seed * 100_000 + i * n + j) for i, tid in enumerate(task_ids) for j in range(n)
         ]
@@ -120,7 +126,8 @@ class EnvRunner:
     def sampler(
         self, tokenizer: Any, server: str = "", server_model: str = "policy"
     ) -> Callable[..., list[Trajectory]]:
-        """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env.
+        """A GRPO `Sampler`: the given weights, sampled at the given temperature, in the env (the
+        questions in `starts` from their teacher's turns before its answer).
 
         With `server` (a base URL up to /v1) the turns come from that server instead, token-in
         and token-out; the weights argument is then unused (the trainer syncs the server).
@@ -131,7 +138,12 @@ class EnvRunner:
         chat = ChatFormat(tokenizer)
 
         def sample(
-            model: Any, task_ids: Sequence[str], n: int, seed: int, temperature: float
+            model: Any,
+            task_ids: Sequence[str],
+            n: int,
+            seed: int,
+            temperature: float,
+            starts: Starts | None = None,
         ) -> list[Trajectory]:
             if server:
                 remote = OpenAIPolicy(
@@ -146,7 +158,7 @@ class EnvRunner:
                     chat=chat,
                 )
                 try:
-                    return self.run(remote, task_ids, n, seed)
+                    return self.run(remote, task_ids, n, seed, starts)
                 finally:
                     remote.close()
             policy = TransformersPolicy(
@@ -156,7 +168,7 @@ class EnvRunner:
                 sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size),
             )
             try:
-                return self.run(policy, task_ids, n, seed)
+                return self.run(policy, task_ids, n, seed, starts)
             finally:
                 model.train()
                 # a size that ran out of memory stays down for the next steps

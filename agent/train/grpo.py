@@ -14,9 +14,9 @@ import copy
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -45,10 +45,24 @@ from agent.train.losses import (
     std_normalized_advantages,
 )
 from agent.train.sft import answer_observed
+from agent.train.starts import Starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
 
-# sampler(model, task_ids, n_per_task, seed, temperature) -> n_per_task contiguous trajectories per id
-Sampler = Callable[[torch.nn.Module, Sequence[str], int, int, float], list[Trajectory]]
+
+class Sampler(Protocol):
+    """`n` contiguous trajectories per task id, sampled from `model` at `temperature`; the task
+    ids in `starts` start from their teacher's turns (`agent.train.starts`)."""
+
+    def __call__(
+        self,
+        model: torch.nn.Module,
+        task_ids: Sequence[str],
+        n: int,
+        seed: int,
+        temperature: float,
+        starts: Starts | None = None,
+    ) -> list[Trajectory]: ...
+
 
 CURVES = (
     "reward",
@@ -77,14 +91,17 @@ def well_formed(t: Trajectory) -> bool:
 
 
 def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
-    """Sums over this process's rollouts (means are taken after summing over processes)."""
+    """Sums over this process's rollouts (means are taken after summing over processes); tokens,
+    turns and tool calls count the policy's own turns, not a teacher's replayed start."""
+    own = [[u for u in t.turns if not u.forced] for t in trajs]
     return {
         "n": float(len(trajs)),
         "reward": sum(t.reward for t in trajs),
         "solve_rate": float(sum(solved(t) for t in trajs)),
-        "response_tokens": float(sum(sum(len(u.ids) for u in t.turns) for t in trajs)),
-        "turns": float(sum(len(t.turns) for t in trajs)),
-        "tool_calls": float(sum(len(u.tool_calls) for t in trajs for u in t.turns)),
+        "started_share": float(sum(len(o) < len(t.turns) for o, t in zip(own, trajs, strict=True))),
+        "response_tokens": float(sum(len(u.ids) for o in own for u in o)),
+        "turns": float(sum(map(len, own))),
+        "tool_calls": float(sum(len(u.tool_calls) for o in own for u in o)),
         "truncated_share": float(sum(t.truncated for t in trajs)),
         "answered_share": float(sum(t.answer is not None for t in trajs)),
         "grounded_share": float(sum(map(answer_observed, trajs))),
@@ -419,6 +436,7 @@ class _Run:
     sync: Any
     start: int
     pad: int
+    starts: Starts  # task id -> teacher turns (cfg.teacher_data); empty when not starting from them
 
 
 def _prepare(
@@ -463,6 +481,7 @@ def _prepare(
             cfg.sync_protocol,
         )
         sync.push(model, start)
+    starts = read_starts(cfg.teacher_data) if cfg.teacher_starts else {}
     return _Run(
         cfg,
         accelerator,
@@ -476,6 +495,7 @@ def _prepare(
         sync,
         start,
         pad,
+        starts,
     )
 
 
@@ -488,8 +508,10 @@ def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -
         accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc
     ]
     seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
+    starts = pick_starts(mine, r.starts, cfg.teacher_starts, seed) if r.starts else {}
     t_gen = time.perf_counter()
-    trajs = sampler(accelerator.unwrap_model(r.model), mine, cfg.group_size, seed, cfg.temperature)
+    model = accelerator.unwrap_model(r.model)
+    trajs = sampler(model, mine, cfg.group_size, seed, cfg.temperature, starts)
     t_gen = time.perf_counter() - t_gen
     if len(trajs) != len(mine) * cfg.group_size:
         raise ConfigError(

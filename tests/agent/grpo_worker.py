@@ -45,7 +45,7 @@ def main(out: Path, steps: int) -> None:
     tok, _ = tiny_model(cfg.seed)
     chat = ChatFormat(tok)
 
-    def sample(model, task_ids, n, seed, temperature):
+    def sample(model, task_ids, n, seed, temperature, starts=None):
         from accelerate import PartialState
 
         rank = PartialState().process_index

@@ -15,11 +15,12 @@ import torch
 from agent.eval.harness import EvalConfig, evaluate
 from agent.rollout.models import is_adapter, load_smollm2
 from agent.rollout.react import ChatFormat, Generation
-from agent.rollout.trajectory import read_trajectories
+from agent.rollout.trajectory import read_trajectories, write_trajectories
 from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
 from agent.train.sft import answer_observed, rejection_sample, train_sft
+from agent.train.starts import teacher_starts
 from agent.train.teachers import ResearchTeacher
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet, load_tasks
@@ -142,6 +143,58 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
     )
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
+    teacher_data, sft_run, smol, tasks, tmp_path
+):
+    kept, _ = teacher_data
+    data = tmp_path / "teacher.jsonl"
+    write_trajectories(data, kept)
+    starts = teacher_starts(kept)
+    task_id = sorted(starts)[0]
+    teacher = next(t for t in kept if t.task_id == task_id)
+    runner = runner_for(tasks, max_turns=4, max_new_tokens=24, slots=2)
+    sample = runner.sampler(smol[0])
+    batches = []
+
+    def recording(*args):
+        batches.append(sample(*args))
+        return batches[-1]
+
+    cfg = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        model="smollm2",
+        init_checkpoint=str(sft_run[0] / "adapter"),
+        lora_rank=4,
+        lora_alpha=8,
+        steps=1,
+        questions_per_step=1,
+        group_size=2,
+        micro_batch_size=2,
+        env=EnvConfig(max_turns=4, **CONTEXT),
+        max_new_tokens=24,
+        cpu=True,
+        dev_every=0,
+        entropy_coef=0.01,
+        exclude_truncated=False,
+        teacher_starts=1.0,
+        teacher_data=str(data),
+    )
+    res = train_grpo(cfg, [task_id], recording)
+    assert res.history[0]["started_share"] == 1.0
+    n = len(starts[task_id])
+    for t in batches[0]:
+        # the teacher's turns, replayed through the env to the same observations, then the policy's
+        assert [u.text for u in t.turns[:n]] == list(starts[task_id])
+        assert [u.observation for u in t.turns[:n]] == [u.observation for u in teacher.turns[:n]]
+        assert [u.forced for u in t.turns] == [True] * n + [False] * (len(t.turns) - n)
+        mask, at = t.loss_mask(), len(t.prompt_ids)
+        for u in t.turns:
+            assert set(mask[at : at + len(u.ids)]) <= {int(not u.forced)}
+            at += len(u.ids) + len(u.observation_ids)
+        assert sum(mask) == sum(len(u.ids) for u in t.turns[n:]) > 0
+    assert res.history[0]["policy_tokens"] == sum(sum(t.loss_mask()) for t in batches[0])
 
 
 def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, tasks, tmp_path):

@@ -1,0 +1,92 @@
+"""Teacher starts for GRPO: which turns are replayed, which questions start, what the loss sees."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from agent.rollout.react import Generation, TurnRequest
+from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
+from agent.train.config import GRPOConfig
+from agent.train.starts import StartedPolicy, pick_starts, read_starts, teacher_starts
+from wikisim.env.tasks import Task, TaskSet
+from wikisim.errors import ConfigError
+
+
+def episode(task_id: str, texts: list[str], answer: str | None = "a") -> Trajectory:
+    turns = tuple(
+        Turn(text=x, ids=(i,), logprobs=(0.0,), observation="o") for i, x in enumerate(texts)
+    )
+    return Trajectory(task_id, 0, "teacher", (9,), turns, answer, 1.0, True, False, "h", "v")
+
+
+def test_a_start_is_the_first_answered_episodes_turns_before_its_answer(tmp_path):
+    trajs = [
+        episode("q1", ["answer"]),  # nothing before the answer: no start
+        episode("q1", ["search", "visit", "answer"]),
+        episode("q1", ["search", "answer"]),  # a later episode of the same question
+        episode("q2", ["search", "answer"], answer=None),  # never answered
+    ]
+    assert teacher_starts(trajs) == {"q1": ("search", "visit")}
+    write_trajectories(tmp_path / "t.jsonl", trajs)
+    assert read_starts(tmp_path / "t.jsonl") == {"q1": ("search", "visit")}
+    write_trajectories(tmp_path / "none.jsonl", trajs[:1])
+    with pytest.raises(ConfigError, match="no answered multi-turn episode"):
+        read_starts(tmp_path / "none.jsonl")
+    with pytest.raises(ConfigError, match="not a file"):
+        read_starts(tmp_path / "missing.jsonl")
+
+
+def test_which_questions_start_depends_only_on_the_seed_and_the_share():
+    starts = {f"q{i}": ("search",) for i in range(200)}
+    questions = [*starts, "unknown"]
+    assert pick_starts(questions, starts, 0.0, 1) == {}
+    assert pick_starts(questions, starts, 1.0, 1) == starts
+    half = pick_starts(questions, starts, 0.5, 1)
+    assert half == pick_starts(questions, starts, 0.5, 1) != pick_starts(questions, starts, 0.5, 2)
+    assert 70 < len(half) < 130 and "unknown" not in half
+
+
+def test_a_started_episode_replays_the_teachers_turns_as_forced_then_asks_the_policy():
+    tasks = TaskSet([Task("q1", "Who?", ("a",)), Task("q2", "What?", ("b",))])
+    asked = []
+
+    class Echo:
+        name, chat = "echo", None
+
+        def act(self, requests):
+            asked.extend(r.turn for r in requests)
+            return [Generation(text=f"own {r.turn}") for r in requests]
+
+    policy = StartedPolicy(Echo(), tasks, {"q1": ("search", "visit")})
+
+    def req(q: str, turn: int) -> TurnRequest:
+        return TurnRequest(
+            ({"role": "system", "content": ""}, {"role": "user", "content": q}), (), 8, 0, turn
+        )
+
+    out = policy.act([req("Who?", 0), req("What?", 0), req("Who?", 1), req("Who?", 2)])
+    assert [(g.text, g.forced) for g in out] == [
+        ("search", True),
+        ("own 0", False),
+        ("visit", True),
+        ("own 2", False),
+    ]
+    assert asked == [0, 2] and policy.name == "echo"
+
+
+def test_forced_turns_are_outside_the_loss_mask():
+    t = episode("q1", ["search", "answer"])
+    forced = dataclasses.replace(
+        t, turns=(dataclasses.replace(t.turns[0], forced=True), t.turns[1])
+    )
+    assert t.loss_mask() == [0, 1, 1] and forced.loss_mask() == [0, 0, 1]
+    assert Trajectory.from_dict(forced.canonical() | {"timings": {}}) == forced
+
+
+def test_teacher_starts_need_a_share_and_a_file():
+    with pytest.raises(ConfigError, match="teacher_data"):
+        GRPOConfig(teacher_starts=0.5)
+    with pytest.raises(ConfigError, match=r"\[0, 1\]"):
+        GRPOConfig(teacher_starts=1.5, teacher_data="x.jsonl")
