@@ -513,6 +513,7 @@ def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -
     model = accelerator.unwrap_model(r.model)
     trajs = sampler(model, mine, cfg.group_size, seed, cfg.temperature, starts)
     t_gen = time.perf_counter() - t_gen
+    r.run.rollouts(step + 1, trajs)
     if len(trajs) != len(mine) * cfg.group_size:
         raise ConfigError(
             f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}"

@@ -2,7 +2,8 @@
 
 A run directory holds `config.yaml`, `metrics.jsonl` (one JSON object per optimizer step),
 `checkpoints/step-N/` (Accelerate state + `trainer_state.json`), `final/` (a transformers
-folder that `agent.rollout.models.load_local` and the policies read) and `curves.png`.
+folder that `agent.rollout.models.load_local` and the policies read), `curves.png`, and for
+RL `rollouts/` (each step's sampled trajectories).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from agent.rollout.trajectory import Trajectory
+from agent.rollout.trajectory import Trajectory, write_trajectories
 from agent.train.config import TrainConfig, save_config
 from wikisim.errors import ConfigError
 
@@ -256,6 +257,16 @@ class RunDir:
             for k, v in record.items():
                 if isinstance(v, int | float) and k != "step":
                     self._tb.add_scalar(k, v, record["step"])
+
+    def rollouts(self, step: int, trajectories: Sequence[Trajectory]) -> Path:
+        """This process's rollouts of an RL step, as `wikisim eval` writes trajectories: what the
+        policy did, readable beside its curves (`rollouts/step-00001.rank0.jsonl`)."""
+        path = (
+            self.root / "rollouts" / f"step-{step:05d}.rank{self.accelerator.process_index}.jsonl"
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_trajectories(path, trajectories)
+        return path
 
     def save_final(self, model: torch.nn.Module, tokenizer) -> Path:
         """A plain transformers folder (LoRA merged) that the policies can load; with LoRA, also

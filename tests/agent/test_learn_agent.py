@@ -195,6 +195,8 @@ def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
             at += len(u.ids) + len(u.observation_ids)
         assert sum(mask) == sum(len(u.ids) for u in t.turns[n:]) > 0
     assert res.history[0]["policy_tokens"] == sum(sum(t.loss_mask()) for t in batches[0])
+    saved = read_trajectories(tmp_path / "grpo" / "rollouts" / "step-00001.rank0.jsonl")
+    assert [t.canonical() for t in saved] == [t.canonical() for t in batches[0]]
 
 
 def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, tasks, tmp_path):
