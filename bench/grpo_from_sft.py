@@ -13,6 +13,9 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      them or, with `--deadline-s`, as many as fit that wall-clock budget (timed on the first 2);
      per step: training solve rate, mean reward, share of rollouts with a nonzero advantage,
      gradient norm (the run's curves.png plots them); at the end, how far the adapter moved;
+     with `--teacher-starts S --teacher-data FILE` (e.g. learn_agent's SEED/sft_data.jsonl), a
+     share S of the groups start from a teacher episode's turns before its answer
+     (`agent.train.starts`), and the candidates are FILE's questions;
   4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
      bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
      (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each

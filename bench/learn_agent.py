@@ -14,7 +14,9 @@ The real model the package ships, its own tokenizer and chat template, the real 
      its 8-13 in-band questions 2.5-7 groups each, their training reward rose 0.3 -> 0.5-0.7 and
      held-out EM moved +0.011), with the env's F1 reward
      (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
-     observation (`--no-grounded-only` pays recall too), at temperature 0.7;
+     observation (`--no-grounded-only` pays recall too), at temperature 0.7; with
+     `--teacher-starts S`, a share S of the groups start from the teacher's own episode just
+     before its answer (`agent.train.starts`: the page is read, the policy answers from there);
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
      the scripted `search-answer` floor on the same questions and env options.
 Training questions: the train split of the questions synthesized over the run's own index
@@ -421,8 +423,10 @@ class Bench:
         # (the rest are out of reach in the turn budget: they can only teach recall)
         train_ids = [q for q in questions if report.kept.get(q)]
         res["grpo_candidates"] = len(train_ids)
-        start = self.probe(seed, sampler, train_ids, sft.final_dir, gcfg.temperature, res)
-        prior = start.prior
+        prior = None
+        if a.teacher_starts < 1:  # from the teacher's starts, pass rates from scratch say nothing
+            start = self.probe(seed, sampler, train_ids, sft.final_dir, gcfg.temperature, res)
+            prior = start.prior
         if prior:  # start on the questions the SFT policy sometimes solves
             gcfg = dataclasses.replace(
                 gcfg,
@@ -669,7 +673,8 @@ def main() -> None:
         type=float,
         default=0.0,
         help="share of GRPO's groups that start from the teacher's turns before its answer "
-        "(its SFT data; agent.train.starts): the policy has read the page and answers from there",
+        "(its SFT data; agent.train.starts): the policy has read the page and answers from there; "
+        "at 1, every group, and the pass-rate probe is skipped",
     )
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
