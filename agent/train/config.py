@@ -147,6 +147,8 @@ class GRPOConfig(TrainConfig):
     grounded_only: bool = False  # an answer not read in an observation earns no reward: on a small
     # training set GRPO otherwise learns to recall its answers and stop searching
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
+    shared_prefix: bool = True  # a question's rows run past the prefix they share (prompt, teacher
+    # turns), whose forward and backward run once per group (agent.train.prefix; one process only)
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k
     curriculum: bool = False  # retire always/never-solved questions and top the pool up

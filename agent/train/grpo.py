@@ -44,6 +44,7 @@ from agent.train.losses import (
     policy_gradient_loss,
     std_normalized_advantages,
 )
+from agent.train.prefix import PrefixPass, shared_prefix, worth_sharing
 from agent.train.sft import answer_observed
 from agent.train.starts import Starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
@@ -154,6 +155,9 @@ def grpo_update(
     n_tok = global_sum(accelerator, kept.sum().item())
     n_seq = global_sum(accelerator, float(((kept.sum(1)) > 0).sum().item()))
     rows = rows_in_update(adv, include, cfg, accelerator.num_processes)
+    # under DDP a backward must follow exactly one forward of the wrapped model: rows run whole there
+    share = cfg.shared_prefix and accelerator.num_processes == 1
+    groups = [trajs[i].task_id for i in rows] if share else []
     t_fb = time.perf_counter()
     model.train()
     sums: dict[str, float] = {}
@@ -163,16 +167,31 @@ def grpo_update(
         radv, rinc = adv[rows].to(accelerator.device), include[rows].to(accelerator.device)
         kept_mask = kept[rows, : batch.loss_mask.shape[1]].to(accelerator.device)
 
+        passes = _GroupPrefixes(model, ref_model, batch, groups)
+
         def backward(mb: slice) -> dict[str, float]:
+            prefix, ref_prefix = passes.enter(mb)
             terms = _micro_batch_loss(
-                model, ref_model, batch, mb, radv, rinc, kept_mask, cfg, n_tok, n_seq
+                model,
+                ref_model,
+                batch,
+                mb,
+                radv,
+                rinc,
+                kept_mask,
+                cfg,
+                n_tok,
+                n_seq,
+                prefix,
+                ref_prefix,
             )
             # DDP averages gradients over processes; the normalizers are global: scale back to a sum
             accelerator.backward(terms["loss"] * accelerator.num_processes)
+            passes.leave(mb)
             return {k: float(v.detach()) for k, v in terms.items()}
 
         sums, micro_batch = accumulate(
-            accelerator, optimizer, len(rows), cfg.micro_batch_size, backward
+            accelerator, optimizer, len(rows), micro_batch, backward, groups
         )
     else:  # the zero gradient every row gives (the optimizer still steps: decay, momentum)
         for p in model.parameters():
@@ -207,6 +226,7 @@ def grpo_update(
         "adv_nonzero_share": a["adv_nonzero"] / a["n"],
         "grad_norm": float(norm),
         "micro_batch": micro_batch,
+        "shared_prefix": float(share),
         "lr": scheduler.get_last_lr()[0],
         "time_train": t_fb,
     }
@@ -238,23 +258,34 @@ def _micro_batch_loss(
     cfg: GRPOConfig,
     n_tok: float,
     n_seq: float,
+    prefix: PrefixPass | None = None,
+    ref_prefix: PrefixPass | None = None,
 ) -> dict[str, torch.Tensor]:
     """The loss of one micro-batch (its terms kept for the log): policy gradient, KL, entropy.
 
     The lm_head runs only at the positions the loss mask keeps (`kept_positions`), not over
-    every position: the terms equal the full-logits computation's (tested).
+    every position: the terms equal the full-logits computation's (tested). With `prefix` (and
+    `ref_prefix` for the reference model) the rows run only past their group's shared prefix.
     """
     rows = batch.rows(mb)  # cut to its longest row
     ids, att, keep = rows.input_ids, rows.attention_mask, kept_positions(rows.loss_mask)
-    logits = model(input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False).logits
+    logits = (
+        prefix.logits(model, rows, keep)
+        if prefix is not None
+        else model(input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False).logits
+    )
     logp, ent = kept_logprobs_entropy(logits, ids, keep, entropy_grad=bool(cfg.entropy_coef))
     del logits
     ref = None
     if ref_model is not None:  # made when kl_coef > 0
         with torch.no_grad():
-            ref_logits = ref_model(
-                input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False
-            ).logits
+            ref_logits = (
+                ref_prefix.logits(ref_model, rows, keep)
+                if ref_prefix is not None
+                else ref_model(
+                    input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False
+                ).logits
+            )
             ref = kept_logprobs_entropy(ref_logits, ids, keep)[0]
     terms = policy_gradient_loss(
         logp,
@@ -283,6 +314,45 @@ def _micro_batch_loss(
         "entropy": torch.as_tensor(float(ent_sum)),
         "entropy_tokens": torch.as_tensor(float(ent_n)),
     }
+
+
+class _GroupPrefixes:
+    """The prefix passes of the group whose micro-batches run now (`agent.train.prefix`): made
+    at its first micro-batch, sent back after its last; none without `groups` or where the rows
+    share too little for it to pay (`worth_sharing`)."""
+
+    def __init__(
+        self, model: Any, ref_model: torch.nn.Module | None, batch: Batch, groups: Sequence[object]
+    ) -> None:
+        self.model, self.ref_model, self.batch = model, ref_model, batch
+        self.spans = {}  # first row -> the group's rows
+        start = 0
+        for i in range(1, len(groups) + 1):
+            if i == len(groups) or groups[i] != groups[start]:
+                self.spans[start] = slice(start, i)
+                start = i
+        self.end = 0
+        self.now: tuple[PrefixPass | None, PrefixPass | None] = (None, None)
+
+    def enter(self, mb: slice) -> tuple[PrefixPass | None, PrefixPass | None]:
+        span = self.spans.get(mb.start)
+        if span is not None:  # a group's first micro-batch (again, after an out-of-memory retry)
+            rows = self.batch.rows(span)
+            length = shared_prefix(rows, kept_positions(rows.loss_mask))
+            self.end = span.stop
+            self.now = (None, None)
+            if worth_sharing(rows, length):
+                ref = self.ref_model
+                self.now = (
+                    PrefixPass(self.model, rows.input_ids, length, grad=True),
+                    None if ref is None else PrefixPass(ref, rows.input_ids, length, grad=False),
+                )
+        return self.now
+
+    def leave(self, mb: slice) -> None:
+        if mb.stop == self.end and self.now[0] is not None:
+            self.now[0].backward()
+            self.now = (None, None)
 
 
 def sample_pass_rates(trajs: Sequence[Trajectory], k: int) -> tuple[float, float, int]:

@@ -148,8 +148,17 @@ def collate(trajectories: Sequence[Trajectory], pad_id: int) -> Batch:
     return Batch(ids, att, mask[:, 1:].contiguous(), old[:, 1:].contiguous())
 
 
-def micro_batches(n: int, size: int) -> list[slice]:
-    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+def micro_batches(n: int, size: int, groups: Sequence[object] = ()) -> list[slice]:
+    """Slices of at most `size` of `n` rows; with `groups` (a label per row, each group's rows
+    contiguous) no slice spans two groups."""
+    if not groups:
+        return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+    out, start = [], 0
+    for i in range(1, n + 1):
+        if i == n or groups[i] != groups[start] or i - start == size:
+            out.append(slice(start, i))
+            start = i
+    return out
 
 
 def accumulate(
@@ -158,9 +167,11 @@ def accumulate(
     n: int,
     size: int,
     step: Callable[[slice], dict[str, float]],
+    groups: Sequence[object] = (),
 ) -> tuple[dict[str, float], int]:
-    """Forward and backward over `n` rows in micro-batches of `size`, summing what `step` returns;
-    also the size it ended at, which the caller keeps for later updates.
+    """Forward and backward over `n` rows in micro-batches of `size` (never across `groups`, see
+    `micro_batches`), summing what `step` returns; also the size it ended at, which the caller
+    keeps for later updates.
 
     A micro-batch that runs out of GPU memory drops the update's gradients and starts it over at
     half the size (the same sums, the same update), as the policy's sampler does for generation.
@@ -169,7 +180,7 @@ def accumulate(
     while True:
         sums: dict[str, float] = {}
         try:
-            for mb in micro_batches(n, size):
+            for mb in micro_batches(n, size, groups):
                 for k, v in step(mb).items():
                     sums[k] = sums.get(k, 0.0) + v
             return sums, size

@@ -231,7 +231,13 @@ def test_rows_that_add_nothing_are_not_run_and_the_update_is_the_same(
     warm = group(tok, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0])
 
     def update() -> tuple[dict, list[torch.Tensor], list[int]]:
-        cfg = GRPOConfig(output_dir=str(tmp_path), group_size=2, micro_batch_size=1, cpu=True)
+        cfg = GRPOConfig(  # one forward per row run: no shared prefix pass
+            output_dir=str(tmp_path),
+            group_size=2,
+            micro_batch_size=1,
+            shared_prefix=False,
+            cpu=True,
+        )
         acc = make_accelerator(cfg)
         _, model = tiny_model(0)
         seen: list[int] = []
