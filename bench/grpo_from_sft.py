@@ -15,7 +15,8 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      gradient norm (the run's curves.png plots them); at the end, how far the adapter moved;
      with `--teacher-starts S --teacher-data FILE` (e.g. learn_agent's SEED/sft_data.jsonl), a
      share S of the groups start from a teacher episode's turns before its answer
-     (`agent.train.starts`), and the candidates are FILE's questions;
+     (`agent.train.starts`), and the candidates are FILE's questions (at S = 1 there is no probe:
+     pass rates from scratch say nothing of started groups);
   4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
      bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
      (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each
@@ -60,7 +61,7 @@ from safetensors.torch import load_file  # noqa: E402
 from agent.rollout.models import is_adapter, load_local  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import GRPOResult, probe_start, train_grpo  # noqa: E402
+from agent.train.grpo import GRPOResult, ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.starts import read_starts  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -197,15 +198,18 @@ def main() -> None:
         startable = read_starts(args.teacher_data)
         candidates = [q for q in candidates if q in startable]
     t0 = time.perf_counter()
-    start = probe_start(
-        sampler,
-        model,
-        candidates,
-        questions=args.probe_questions,
-        samples=args.probe_samples,
-        seed=args.seed,
-        temperature=args.temperature,
-    )
+    if args.teacher_starts >= 1:  # every group starts from the teacher: pass rates from scratch
+        start = ProbeStart({}, (0.0, 1.0))  # say nothing of it (as in learn_agent.py)
+    else:
+        start = probe_start(
+            sampler,
+            model,
+            candidates,
+            questions=args.probe_questions,
+            samples=args.probe_samples,
+            seed=args.seed,
+            temperature=args.temperature,
+        )
     probe_s = time.perf_counter() - t0
     del model
     probe = {**start.summary(), "samples": args.probe_samples, "time_s": probe_s}
