@@ -155,6 +155,31 @@ def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny, fixe
     assert len(policy._pasts) == 1  # finished episodes' caches are dropped
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+def test_rows_with_the_same_context_prefill_once_and_sample_as_they_would_alone(
+    tiny, fixed: bool
+) -> None:
+    """Three rollouts of one question (a GRPO group) and another: the prefill runs over the two
+    distinct contexts, and each row, with its own seed, samples what it samples alone."""
+    tok, model = tiny
+    policy = TransformersPolicy(
+        tok, model, sampling=SamplingConfig(temperature=1.0, batch_size=8, fixed_shapes=fixed)
+    )
+    reqs = _requests(policy, ["the same question?"] * 3 + ["another one?"], system=LONG_SYSTEM)
+    rows: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _, a, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    together = policy.act(reqs)
+    hook.remove()
+    assert rows[:2] == [1, 2]  # the system prompt once, then the 2 distinct contexts
+    assert len({g.ids for g in together[:3]}) > 1  # the twins sample apart, by their seeds
+    for req, gen in zip(reqs, together, strict=True):
+        alone = policy.act([req])[0]
+        assert alone.ids == gen.ids
+        assert alone.logprobs == pytest.approx(gen.logprobs, abs=1e-4)
+
+
 def test_fixed_shapes_sample_what_the_growing_cache_samples(tiny) -> None:
     """The CUDA-graph path's fixed buffers (run eagerly here) give the growing cache's turns: rows
     rounded up to a power of two and widths to `COLUMNS` change nothing a row samples."""

@@ -7,8 +7,8 @@ every sampled id under the sampling temperature (greedy: under the raw logits).
 
 Most of a turn's cost on CPU is avoidable work, so none is done twice: the system prompt's
 keys and values are computed once per run, an episode's next turn prefills only the tool
-response (`agent.rollout.policies.kv`), only the last position's logits are computed, and rows that
-stop leave the batch. On a GPU, where a step costs its launches rather than its arithmetic, the
+response (`agent.rollout.policies.kv`), rows with the same context prefill once, only the last
+position's logits are computed, and rows that stop leave the batch. On a GPU, where a step costs its launches rather than its arithmetic, the
 decode steps run instead in fixed-shape buffers, each replayed as one CUDA graph
 (`agent.rollout.policies.fixed_decode`); a stop string is looked for only after a token that can
 end one.
@@ -192,12 +192,14 @@ class TransformersPolicy:
     ) -> list[tuple[list[int], list[float]]]:
         n = len(contexts)
         dev = self.model.device
-        rest = [c[s:] for c, s in zip(contexts, starts, strict=True)]
+        twin = prefill_rows(contexts)
+        lead = [twin.index(u) for u in range(max(twin) + 1)]  # each prefilled row's first row
+        rest = [contexts[i][starts[i] :] for i in lead]
         width = max(len(r) for r in rest)
         room = width + (0 if self.fixed is not None else max(max_new))
-        cache, past_mask = batch_cache(pasts, room=room)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        new_mask = torch.zeros((n, width), dtype=torch.long)
+        cache, past_mask = batch_cache([pasts[i] for i in lead], room=room)
+        input_ids = torch.full((len(lead), width), self.pad_id, dtype=torch.long)
+        new_mask = torch.zeros((len(lead), width), dtype=torch.long)
         for i, r in enumerate(rest):  # left padding: every row's next token lines up at the end
             input_ids[i, width - len(r) :] = torch.tensor(r)
             new_mask[i, width - len(r) :] = 1
@@ -212,16 +214,18 @@ class TransformersPolicy:
             use_cache=True,
             logits_to_keep=1,
         )
+        logits = result.logits[:, -1, :].float()
+        if len(lead) < n:  # every row gets its prefilled row's cache, mask and logits
+            idx = torch.tensor(twin, dtype=torch.long, device=dev)
+            result.cache.batch_select_indices(idx)
+            mask, positions, logits = mask[idx], positions[idx], logits[idx]
         gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
         if self.fixed is not None:
             self.fixed.load(result.cache, mask, positions[:, -1:], max(max_new))
-            return self._decode_fixed(
-                contexts, result.logits[:, -1, :].float(), max_new, gens, keep
-            )
+            return self._decode_fixed(contexts, logits, max_new, gens, keep)
         cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
-        logits = result.logits[:, -1, :].float()
         nxt = torch.full((n,), self.pad_id, dtype=torch.long, device=dev)
         live = list(range(n))  # the original row of each batch row
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
@@ -360,6 +364,13 @@ class TransformersPolicy:
             return False
         tail = self.tokenizer.decode(ids[-_TAIL_TOKENS:], skip_special_tokens=False)
         return any(tail.endswith(s) or s in tail[-(len(s) + 8) :] for s in STOP_STRINGS)
+
+
+def prefill_rows(contexts: Sequence[Sequence[int]]) -> list[int]:
+    """Each row's row in the prefill: rows with the same context share one (the G rollouts of a
+    GRPO group that start from a teacher's turns share hundreds of tokens), numbered in order."""
+    firsts: dict[tuple[int, ...], int] = {}
+    return [firsts.setdefault(tuple(c), len(firsts)) for c in contexts]
 
 
 @functools.lru_cache(maxsize=8)  # a GRPO run builds a policy over the same tokenizer every step
