@@ -9,9 +9,12 @@ adapter: `--questions` training questions x `--group-size` rollouts from scratch
 questions started from the research teacher's episodes. With their rewards set to 1, 0, 1, ... in
 each group (a row whose advantage is zero is not run at all), it times one update
 (`agent.train.grpo.grpo_update`, fresh weights and optimizer each time) both ways, alternating,
-in this process, and checks that their loss and gradient norm agree. Rows go one at a time by
-default, as configs/learn/grpo.yaml runs them on CPU: a micro-batch pads its rows to the longest,
-and 8 rows of ~1,000 tokens held over 20 GB here.
+in this process, and checks that their loss and gradient norm agree. Sampling each group is
+timed too, with rows of the same context prefilled once (`prefill_rows`, the policy's way: a
+started group's G rows share the teacher's turns) and each row apart, with the share of
+rollouts whose ids agree. An update's rows go one at a time by default, as configs/learn/grpo.yaml
+runs them on CPU: a micro-batch pads its rows to the longest, and 8 rows of ~1,000 tokens held
+over 20 GB here.
 
     nice -n 10 .venv/bin/python bench/grpo_prefix.py [--questions 2] [--group-size 8] [--micro-batch 1]
         [--repeats 2] [--rollouts bench/results/grpo_prefix_run]
@@ -26,7 +29,10 @@ import json
 import os
 import statistics
 import sys
+import time
+from contextlib import nullcontext
 from pathlib import Path
+from unittest import mock
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +41,7 @@ import torch  # noqa: E402
 from grpo_step import RESULTS, _timed  # noqa: E402
 from learn_agent import ENV, load_data  # noqa: E402
 
+import agent.rollout.policies.transformers_policy as tp  # noqa: E402
 import agent.train.grpo as grpo  # noqa: E402
 from agent.rollout.models import load_local  # noqa: E402
 from agent.rollout.react import ChatFormat  # noqa: E402
@@ -57,9 +64,10 @@ from wikisim.flags import build_config  # noqa: E402
 ADAPTER = "data/models/smollm2-wikisim-lora"
 
 
-def sample(args: argparse.Namespace) -> dict[str, list[Trajectory]]:
+def sample(args: argparse.Namespace) -> tuple[dict[str, list[Trajectory]], dict[str, dict]]:
     """Groups from scratch and from the teacher's starts, on the first training questions the
-    research teacher answers from an observation after more than one turn."""
+    research teacher answers from an observation after more than one turn; and the sampling time
+    of each with rows of the same context prefilled once (the policy's way) and each row apart."""
     data = load_data(1)
     env = build_config(EnvConfig, {**ENV, "reward": "f1", "max_turns": 4})
     runner = EnvRunner(
@@ -77,17 +85,32 @@ def sample(args: argparse.Namespace) -> dict[str, list[Trajectory]]:
         starts = teacher_starts(kept)
         questions = list(starts)[: args.questions]
         sampler = runner.sampler(tok)
-        return {
-            mode: sampler(
-                model,
-                questions,
-                args.group_size,
-                args.seed,
-                0.7,
-                {q: starts[q] for q in questions} if mode == "started" else None,
-            )
-            for mode in ("scratch", "started")
-        }
+        groups, timing = {}, {}
+        for mode in ("scratch", "started"):
+            mine = {q: starts[q] for q in questions} if mode == "started" else None
+            times, runs = {}, {}
+            for name in ("each row apart", "twins once"):
+                apart = name == "each row apart"
+                with (
+                    mock.patch.object(tp, "prefill_rows", lambda c: list(range(len(c))))
+                    if apart
+                    else nullcontext()
+                ):
+                    t0 = time.perf_counter()
+                    runs[name] = sampler(model, questions, args.group_size, args.seed, 0.7, mine)
+                    times[name] = time.perf_counter() - t0
+                print(mode, name, f"{times[name]:.1f}s", flush=True)
+            a, b = runs["each row apart"], runs["twins once"]
+            timing[mode] = {
+                "time_s": times,
+                "time_ratio_apart_over_twins": times["each row apart"] / times["twins once"],
+                "same_ids_share": sum(
+                    x.token_ids() == y.token_ids() for x, y in zip(a, b, strict=True)
+                )
+                / len(a),
+            }
+            groups[mode] = b
+        return groups, timing
     finally:
         runner.close()
 
@@ -149,7 +172,7 @@ def main() -> None:
     if args.rollouts:
         groups = {m: list(read_trajectories(saved / f"{m}.jsonl")) for m in ("scratch", "started")}
     else:
-        groups = sample(args)
+        groups, summary["sampling"] = sample(args)
         saved.mkdir(parents=True, exist_ok=True)
         for m, trajs in groups.items():
             write_trajectories(saved / f"{m}.jsonl", trajs)

@@ -395,6 +395,7 @@ class Bench:
             temperature=a.grpo_temperature,
             format_penalty=a.format_penalty,
             grounded_only=a.grounded_only,
+            exclude_truncated=a.exclude_truncated,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -652,6 +653,14 @@ def main() -> None:
         default=True,
         help="GRPO pays no reward for an answer never read in an observation "
         "(on few training questions GRPO otherwise learns to recall them and stops searching)",
+    )
+    p.add_argument(
+        "--exclude-truncated",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="GRPO leaves out of its loss a rollout cut by the turn budget without an answer "
+        "(the paper's conservative negatives); --no-exclude-truncated makes it a negative, as when "
+        "96-token turns cut an answer's closing tag",
     )
     p.add_argument("--questions-per-step", type=int, default=None)
     p.add_argument(
