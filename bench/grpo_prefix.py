@@ -12,7 +12,7 @@ each group (a row whose advantage is zero is not run at all), it times one updat
 in this process, and checks that their loss and gradient norm agree. Sampling each group is
 timed too, with rows of the same context prefilled once (`prefill_rows`, the policy's way: a
 started group's G rows share the teacher's turns) and each row apart, with the share of
-rollouts whose ids agree. An update's rows go one at a time by default, as configs/learn/grpo.yaml
+rollouts whose ids agree (started groups only: a scratch group's rows share only the question). An update's rows go one at a time by default, as configs/learn/grpo.yaml
 runs them on CPU: a micro-batch pads its rows to the longest, and 8 rows of ~1,000 tokens held
 over 20 GB here.
 
@@ -85,11 +85,14 @@ def sample(args: argparse.Namespace) -> tuple[dict[str, list[Trajectory]], dict[
         starts = teacher_starts(kept)
         questions = list(starts)[: args.questions]
         sampler = runner.sampler(tok)
-        groups, timing = {}, {}
+        groups: dict[str, list[Trajectory]] = {}
+        timing: dict[str, dict] = {}
         for mode in ("scratch", "started"):
             mine = {q: starts[q] for q in questions} if mode == "started" else None
             times, runs = {}, {}
-            for name in ("each row apart", "twins once"):
+            # a scratch group's rows share only the question (the system prompt is cached once
+            # per run): only started groups are sampled both ways
+            for name in ("each row apart", "twins once") if mine else ("twins once",):
                 apart = name == "each row apart"
                 with (
                     mock.patch.object(tp, "prefill_rows", lambda c: list(range(len(c))))
@@ -100,7 +103,11 @@ def sample(args: argparse.Namespace) -> tuple[dict[str, list[Trajectory]], dict[
                     runs[name] = sampler(model, questions, args.group_size, args.seed, 0.7, mine)
                     times[name] = time.perf_counter() - t0
                 print(mode, name, f"{times[name]:.1f}s", flush=True)
-            a, b = runs["each row apart"], runs["twins once"]
+            b = runs["twins once"]
+            groups[mode] = b
+            if not mine:
+                continue
+            a = runs["each row apart"]
             timing[mode] = {
                 "time_s": times,
                 "time_ratio_apart_over_twins": times["each row apart"] / times["twins once"],
@@ -109,7 +116,6 @@ def sample(args: argparse.Namespace) -> tuple[dict[str, list[Trajectory]], dict[
                 )
                 / len(a),
             }
-            groups[mode] = b
         return groups, timing
     finally:
         runner.close()
