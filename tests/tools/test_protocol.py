@@ -77,6 +77,18 @@ def test_tongyi_python_code_block_and_aliases() -> None:
     assert parse_turn(call("google_scholar", query=["x"]), TOOLS).calls[0].name == "scholar"
 
 
+def test_an_unclosed_tag_is_placed_where_it_opens_in_the_turn() -> None:
+    """A turn cut by its token budget after a long think: the offset counts from the turn's start."""
+    think = "<think>\nFrom the page: a long quote.\n</think>\n"
+    for tag, rest in (
+        ("answer", "<answer>Victoria Justice</"),
+        ("tool_call", '<tool_call>{"name"'),
+    ):
+        (err,) = parse_turn(think + rest, TOOLS).items
+        assert isinstance(err, CallError)
+        assert f"the <{tag}> at character {len(think)} is never closed" in err.message
+
+
 def test_openai_style_string_arguments() -> None:
     text = '<tool_call>{"name": "search", "arguments": "{\\"query\\": \\"q\\"}"}</tool_call>'
     assert parse_turn(text, TOOLS).calls == (ToolCall("search", {"query": "q"}),)
