@@ -33,6 +33,7 @@ from agent.train.loop import (
     load_model,
     make_accelerator,
     make_optimizer,
+    micro_batches,
     plot_curves,
 )
 from agent.train.losses import (
@@ -268,24 +269,14 @@ def _micro_batch_loss(
     `ref_prefix` for the reference model) the rows run only past their group's shared prefix.
     """
     rows = batch.rows(mb)  # cut to its longest row
-    ids, att, keep = rows.input_ids, rows.attention_mask, kept_positions(rows.loss_mask)
-    logits = (
-        prefix.logits(model, rows, keep)
-        if prefix is not None
-        else model(input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False).logits
-    )
+    ids, keep = rows.input_ids, kept_positions(rows.loss_mask)
+    logits = _kept_logits(model, rows, keep, prefix)
     logp, ent = kept_logprobs_entropy(logits, ids, keep, entropy_grad=bool(cfg.entropy_coef))
     del logits
     ref = None
     if ref_model is not None:  # made when kl_coef > 0
         with torch.no_grad():
-            ref_logits = (
-                ref_prefix.logits(ref_model, rows, keep)
-                if ref_prefix is not None
-                else ref_model(
-                    input_ids=ids, attention_mask=att, logits_to_keep=keep, use_cache=False
-                ).logits
-            )
+            ref_logits = _kept_logits(ref_model, rows, keep, ref_prefix)
             ref = kept_logprobs_entropy(ref_logits, ids, keep)[0]
     terms = policy_gradient_loss(
         logp,
@@ -316,6 +307,20 @@ def _micro_batch_loss(
     }
 
 
+def _kept_logits(
+    model: Any, rows: Batch, keep: torch.Tensor, prefix: PrefixPass | None
+) -> torch.Tensor:
+    """The logits at the kept positions of `rows`, run whole or past their group's prefix."""
+    if prefix is not None:
+        return prefix.logits(model, rows, keep)
+    return model(
+        input_ids=rows.input_ids,
+        attention_mask=rows.attention_mask,
+        logits_to_keep=keep,
+        use_cache=False,
+    ).logits
+
+
 class _GroupPrefixes:
     """The prefix passes of the group whose micro-batches run now (`agent.train.prefix`): made
     at its first micro-batch, sent back after its last; none without `groups` or where the rows
@@ -325,12 +330,8 @@ class _GroupPrefixes:
         self, model: Any, ref_model: torch.nn.Module | None, batch: Batch, groups: Sequence[object]
     ) -> None:
         self.model, self.ref_model, self.batch = model, ref_model, batch
-        self.spans = {}  # first row -> the group's rows
-        start = 0
-        for i in range(1, len(groups) + 1):
-            if i == len(groups) or groups[i] != groups[start]:
-                self.spans[start] = slice(start, i)
-                start = i
+        whole = micro_batches(len(groups), max(len(groups), 1), groups)  # one slice per group
+        self.spans = {s.start: s for s in whole}  # first row -> the group's rows
         self.end = 0
         self.now: tuple[PrefixPass | None, PrefixPass | None] = (None, None)
 

@@ -265,9 +265,8 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
         think = head.split(THINK.open, 1)[-1].strip()
     answers, open_answer = _blocks(rest, ANSWER)
     bodies, open_call = _blocks(rest, TOOL_CALL)
-    at = len(text) - len(
-        rest
-    )  # an unclosed tag's offset counts from the turn's start, think included
+    # an unclosed tag's offset counts from the turn's start, think included
+    at = len(text) - len(rest)
     open_answer = None if open_answer is None else open_answer + at
     open_call = None if open_call is None else open_call + at
     if answers:

@@ -8,10 +8,10 @@ every sampled id under the sampling temperature (greedy: under the raw logits).
 Most of a turn's cost on CPU is avoidable work, so none is done twice: the system prompt's
 keys and values are computed once per run, an episode's next turn prefills only the tool
 response (`agent.rollout.policies.kv`), rows with the same context prefill once, only the last
-position's logits are computed, and rows that stop leave the batch. On a GPU, where a step costs its launches rather than its arithmetic, the
-decode steps run instead in fixed-shape buffers, each replayed as one CUDA graph
-(`agent.rollout.policies.fixed_decode`); a stop string is looked for only after a token that can
-end one.
+position's logits are computed, and rows that stop leave the batch. On a GPU, where a step costs
+its launches rather than its arithmetic, the decode steps run instead in fixed-shape buffers, each
+replayed as one CUDA graph (`agent.rollout.policies.fixed_decode`); a stop string is looked for
+only after a token that can end one.
 """
 
 from __future__ import annotations
