@@ -216,6 +216,7 @@ class Bench:
             max_new_tokens=args.max_new_tokens,
             max_context_tokens=args.max_context,
             slots=args.questions_per_step * args.group_size,
+            think_budget=args.think_budget,
         )
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
         self.gpu_peak_mb: dict[str, dict[str, float]] = {}  # stage -> peak allocated / reserved
@@ -240,7 +241,9 @@ class Bench:
                 tok,
                 model.to(self.device),
                 name=name,
-                sampling=SamplingConfig(batch_size=self.args.eval_batch),
+                sampling=SamplingConfig(
+                    batch_size=self.args.eval_batch, think_budget=self.args.think_budget
+                ),
             )
         greedy = self._run(policy, name, policy_dir)
         out = {
@@ -292,6 +295,7 @@ class Bench:
                 "batch_size": a.eval_batch,
                 "temperature": 1.0 if samples else 0.0,
                 "max_new_tokens": a.max_new_tokens,
+                "think_budget": a.think_budget,
                 "max_context_tokens": a.max_context,
             },
         )
@@ -406,6 +410,7 @@ class Bench:
             resume=False,
             env=self.env,
             max_new_tokens=a.max_new_tokens,
+            think_budget=a.think_budget,
             teacher_starts=a.teacher_starts,
             teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
         )
@@ -418,6 +423,7 @@ class Bench:
                 max_new_tokens=a.max_new_tokens,
                 max_context_tokens=a.max_context,
                 slots=a.questions_per_step * a.group_size,
+                think_budget=a.think_budget,
             )
         sampler = runner.sampler(tok)
         # GRPO's candidates: the training questions the teacher answered from an observation
@@ -701,6 +707,13 @@ def main() -> None:
     p.add_argument("--eval-batch", type=int, default=None)
     p.add_argument("--max-turns", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument(
+        "--think-budget",
+        type=int,
+        default=0,
+        help="tokens a turn's <think> may take before the model is given </think> (budget forcing, "
+        "SamplingConfig.think_budget), in every model's evaluation and in GRPO's rollouts (0: none)",
+    )
     p.add_argument("--max-context", type=int, default=2048)
     p.add_argument(
         "--deadline-s",

@@ -45,7 +45,8 @@ class EvalConfig:
         env: the env's settings (task file, index, turn limit, retriever, reward, ...).
         seeds: episodes per task, with seeds first_seed..first_seed+seeds-1.
         envs: episodes live at once (the policy's batch across episodes).
-        temperature, top_p, batch_size: sampling for model policies.
+        temperature, top_p, batch_size, think_budget: sampling for local model policies
+            (`SamplingConfig`).
         max_new_tokens, max_context_tokens: agent-side budgets per turn and per episode.
         tokenizer: a model folder whose tokenizer gives text-only policies token ids.
         limit: evaluate only the first `limit` tasks (0: all).
@@ -59,6 +60,7 @@ class EvalConfig:
     temperature: float = 0.0
     top_p: float = 1.0
     batch_size: int = 8
+    think_budget: int = 0
     max_new_tokens: int = Budget.max_new_tokens
     max_context_tokens: int = Budget.max_context_tokens
     tokenizer: str | None = None
@@ -75,7 +77,13 @@ class EvalConfig:
             max_new_tokens=self.max_new_tokens,
             max_context_tokens=self.max_context_tokens,
         )
-        at_least("EvalConfig", 0, limit=self.limit, first_seed=self.first_seed)
+        at_least(
+            "EvalConfig",
+            0,
+            limit=self.limit,
+            first_seed=self.first_seed,
+            think_budget=self.think_budget,
+        )
 
     @property
     def budget(self) -> Budget:
@@ -106,6 +114,7 @@ def evaluate(
         temperature=config.temperature,
         top_p=config.top_p,
         batch_size=config.batch_size,
+        think_budget=config.think_budget,
         tokenizer_path=config.tokenizer,
         tasks=tasks,
     )

@@ -155,7 +155,7 @@ class ModelServer:
                         for j in group:
                             j.done.set_exception(e)
                         continue
-                    for j, (ids, lps) in zip(group, rows, strict=True):
+                    for j, (ids, lps, _) in zip(group, rows, strict=True):  # no think budget
                         self.log.append(Served(tuple(j.ids), tuple(ids), self.weight_version))
                         j.done.set_result((ids, lps))
 

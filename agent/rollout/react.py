@@ -81,6 +81,7 @@ class Generation:
     ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
     forced: bool = False  # a turn the policy was given, not one it wrote (see Turn.forced)
+    forced_at: tuple[int, ...] = ()  # positions in `ids` it was given (see Turn.forced_at)
 
     def __post_init__(self) -> None:
         if (self.ids is None) != (self.logprobs is None):
@@ -89,6 +90,8 @@ class Generation:
             raise ValueError(
                 f"Generation has {len(self.ids)} ids but {len(self.logprobs or ())} logprobs"
             )
+        if any(not 0 <= j < len(self.ids or ()) for j in self.forced_at):
+            raise ValueError(f"Generation's forced_at {self.forced_at} is outside its ids")
 
 
 class ChatFormat:
@@ -222,7 +225,7 @@ class Episode:
         eos = self.chat.eos_text if self.chat else ""
         if eos and action.endswith(eos):
             action = action[: -len(eos)]
-        self._pending = (Generation(text, ids, logprobs, gen.forced), action)
+        self._pending = (Generation(text, ids, logprobs, gen.forced, gen.forced_at), action)
         self.messages.append({"role": "assistant", "content": action})
         return action
 
@@ -288,4 +291,5 @@ class Episode:
             observation_ids=obs_ids,
             tool_calls=call_names(parse_turn(gen.text, self._parameters)),
             forced=gen.forced,
+            forced_at=gen.forced_at,
         )

@@ -22,10 +22,17 @@ class Turn:
     observation_ids: tuple[int, ...] = ()  # ids appended after the turn (loss mask 0)
     tool_calls: tuple[str, ...] = ()  # names of the tools this turn called
     forced: bool = False  # replayed from another policy (a teacher's start): loss mask 0
+    # positions in `ids` the sampler was given, not sampled (`</think>` at the think's budget,
+    # SamplingConfig.think_budget): loss mask 0, the rest of the turn is the policy's own
+    forced_at: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.ids) != len(self.logprobs):
             raise ValueError(f"turn has {len(self.ids)} ids but {len(self.logprobs)} logprobs")
+        if any(not 0 <= j < len(self.ids) for j in self.forced_at):
+            raise ValueError(
+                f"turn's forced_at {self.forced_at} is outside its {len(self.ids)} ids"
+            )
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,13 @@ class Trajectory:
         return ids
 
     def loss_mask(self) -> list[int]:
-        """1 on the policy's own tokens, 0 on prompt, observation and forced-turn tokens."""
+        """1 on the policy's own tokens, 0 on prompt, observation and forced tokens and turns."""
         mask = [0] * len(self.prompt_ids)
         for t in self.turns:
-            mask += [int(not t.forced)] * len(t.ids) + [0] * len(t.observation_ids)
+            own = [int(not t.forced)] * len(t.ids)
+            for j in t.forced_at:
+                own[j] = 0
+            mask += own + [0] * len(t.observation_ids)
         return mask
 
     def logprobs(self) -> list[float]:
@@ -93,7 +103,9 @@ class Trajectory:
                 **{
                     **t,
                     **{
-                        k: tuple(t[k]) for k in ("ids", "logprobs", "observation_ids", "tool_calls")
+                        k: tuple(t[k])
+                        for k in ("ids", "logprobs", "observation_ids", "tool_calls", "forced_at")
+                        if k in t  # forced_at: absent in trajectories written before it
                     },
                 }
             )

@@ -44,6 +44,9 @@ class TrainConfig:
     )
     dev_tasks: str = ""  # held-out questions for pass@k, written as `tasks` is ("" = no dev eval)
     max_new_tokens: int = Budget.max_new_tokens  # tokens the policy may sample per turn
+    # tokens a turn's <think> may take before the policy is given </think> (budget forcing,
+    # SamplingConfig.think_budget; given ids are never trained on); 0: no limit
+    think_budget: int = 0
     max_context_tokens: int = Budget.max_context_tokens  # prompt + turns + observations per episode
     lr: float = 1e-3
     lr_schedule: Schedule = "constant"
@@ -83,6 +86,7 @@ class TrainConfig:
             weight_decay=self.weight_decay,
             lora_rank=self.lora_rank,
             save_every=self.save_every,
+            think_budget=self.think_budget,
         )
 
 
@@ -179,6 +183,11 @@ class GRPOConfig(TrainConfig):
             raise ConfigError(
                 f"generation_server={self.generation_server!r} must start with http:// or https://, "
                 "e.g. http://127.0.0.1:8000/v1"
+            )
+        if self.generation_server and self.think_budget:
+            raise ConfigError(
+                f"think_budget={self.think_budget} is applied by the in-process sampler; a "
+                "generation_server samples whole turns: set think_budget=0 or drop the server"
             )
         if self.sync_protocol not in SYNC_PROTOCOLS:
             raise ConfigError(

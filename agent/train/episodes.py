@@ -70,6 +70,7 @@ class EnvRunner:
         max_context_tokens: int,
         slots: int,
         system_prompt: str | None = None,
+        think_budget: int = 0,
     ) -> None:
         from agent.rollout.episodes import make_envs
 
@@ -84,6 +85,7 @@ class EnvRunner:
             max_new_tokens=max_new_tokens,
         )
         self.batch_size = slots
+        self.think_budget = think_budget  # SamplingConfig.think_budget of the in-process sampler
 
     @classmethod
     def for_run(
@@ -97,6 +99,7 @@ class EnvRunner:
             max_context_tokens=cfg.max_context_tokens,
             slots=slots,
             system_prompt=system_prompt,
+            think_budget=cfg.think_budget,
         )
 
     def close(self) -> None:
@@ -165,7 +168,11 @@ class EnvRunner:
                 tokenizer,
                 model,
                 name="grpo",
-                sampling=SamplingConfig(temperature=temperature, batch_size=self.batch_size),
+                sampling=SamplingConfig(
+                    temperature=temperature,
+                    batch_size=self.batch_size,
+                    think_budget=self.think_budget,
+                ),
             )
             try:
                 return self.run(policy, task_ids, n, seed, starts)

@@ -61,7 +61,7 @@ def main(out: Path, steps: int) -> None:
                 [{"role": "user", "content": f"Say an even token for {q}"}], None
             )
             seeds = [zlib.crc32(f"{q}/{step_seed}/{j}".encode()) for j in range(n)]
-            for j, (ids, lps) in enumerate(
+            for j, (ids, lps, _) in enumerate(
                 policy.generate([list(prompt)] * n, [cfg.max_new_tokens] * n, seeds)
             ):
                 trajs.append(

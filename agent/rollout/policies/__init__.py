@@ -24,6 +24,7 @@ def make_policy(
     temperature: float = 0.0,
     top_p: float = 1.0,
     batch_size: int = 8,
+    think_budget: int = 0,
     tokenizer_path: str | None = None,
     tasks: TaskSet | None = None,
 ) -> Policy:
@@ -31,6 +32,7 @@ def make_policy(
 
     Args:
         tasks: the task set the oracle answers (the only policy given gold answers).
+        think_budget: a local model's `SamplingConfig.think_budget` (others write whole turns).
         tokenizer_path: for text-only policies (scripted, openai), a local model folder whose
             tokenizer gives the trajectories token ids (e.g. for SFT); none: text only.
     """
@@ -64,7 +66,9 @@ def make_policy(
         return OpenAIPolicy(config, chat=chat)
     from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 
-    sampling = SamplingConfig(temperature=temperature, top_p=top_p, batch_size=batch_size)
+    sampling = SamplingConfig(
+        temperature=temperature, top_p=top_p, batch_size=batch_size, think_budget=think_budget
+    )
     if spec == "smollm2":
         return TransformersPolicy.smollm2(sampling=sampling)
     if spec == "tiny":

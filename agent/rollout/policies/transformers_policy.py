@@ -39,6 +39,7 @@ from wikisim.tools.protocol import STOP_STRINGS
 
 _TAIL_TOKENS = 16  # decoded tail long enough to contain any stop string
 _MIN_PREFIX = 32  # shorter shared prompts are not worth a cached prefix
+THINK_CLOSE = "\n</think>\n"  # given to a row whose think reaches SamplingConfig.think_budget
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,18 @@ class SamplingConfig:
     fixed_shapes: decode in fixed-shape buffers, each step a CUDA graph on a GPU
         (`agent.rollout.policies.fixed_decode`); None: on a GPU only. On a CPU it runs the same
         fixed-shape step eagerly, slower than the growing cache (it attends over padding).
+    think_budget: tokens a turn's `<think>` may take (0: no limit). A row whose think is still
+        open at that count is given `</think>` and spends the rest of the turn's budget on its
+        call or answer (budget forcing, as in s1, Muennighoff et al. 2025): a small model that
+        quotes at length otherwise reaches max_new_tokens before it closes its answer. The given
+        ids are recorded (`Turn.forced_at`) and never trained on.
     """
 
     temperature: float = 0.0
     top_p: float = 1.0
     batch_size: int = 8
     fixed_shapes: bool | None = None
+    think_budget: int = 0
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -64,6 +71,8 @@ class SamplingConfig:
             raise ConfigError(f"top_p={self.top_p} must be in (0, 1]")
         if self.batch_size < 1:
             raise ConfigError(f"batch_size={self.batch_size} must be >= 1")
+        if self.think_budget < 0:
+            raise ConfigError(f"think_budget={self.think_budget} must be >= 0 (0: no limit)")
 
 
 class TransformersPolicy:
@@ -99,6 +108,7 @@ class TransformersPolicy:
         fixed = on_gpu if self.sampling.fixed_shapes is None else self.sampling.fixed_shapes
         self.fixed = FixedDecode(self.model, capture=on_gpu) if fixed else None
         self._closers = _closing_ids(tokenizer)
+        self._think_close = tuple(tokenizer.encode(THINK_CLOSE, add_special_tokens=False))
         self.oom_backoffs: list[tuple[int, int]] = []  # (batch size, the smaller one retried)
 
     @classmethod
@@ -142,9 +152,9 @@ class TransformersPolicy:
                     raise
                 self._back_off(len(chunk))
                 continue
-            for ids, logprobs in rows:
+            for ids, logprobs, forced_at in rows:
                 text = self.tokenizer.decode(ids, skip_special_tokens=False)
-                out.append(Generation(text=text, ids=tuple(ids), logprobs=tuple(logprobs)))
+                out.append(Generation(text, tuple(ids), tuple(logprobs), forced_at=forced_at))
             start += len(chunk)
         self._pasts.sweep()
         return out
@@ -161,8 +171,8 @@ class TransformersPolicy:
     @torch.inference_mode()
     def generate(
         self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *, keep: bool = False
-    ) -> list[tuple[list[int], list[float]]]:
-        """Sample one turn per context; each row stops on its own. Returns (ids, logprobs) per row.
+    ) -> list[Sampled]:
+        """Sample one turn per context; each row stops on its own.
 
         Args:
             keep: store each row's cache so that a later call extending its context (the next
@@ -189,7 +199,7 @@ class TransformersPolicy:
         max_new: list[int],
         seeds: list[int],
         keep: bool,
-    ) -> list[tuple[list[int], list[float]]]:
+    ) -> list[Sampled]:
         n = len(contexts)
         dev = self.model.device
         twin = prefill_rows(contexts)
@@ -224,8 +234,7 @@ class TransformersPolicy:
             self.fixed.load(result.cache, mask, positions[:, -1:], max(max_new))
             return self._decode_fixed(contexts, logits, max_new, gens, keep)
         cache = result.cache if cache is not None else buffered(result.cache, max(max_new))
-        out_ids: list[list[int]] = [[] for _ in range(n)]
-        out_lp: list[list[float]] = [[] for _ in range(n)]
+        out = _Rows(n)
         nxt = torch.full((n,), self.pad_id, dtype=torch.long, device=dev)
         live = list(range(n))  # the original row of each batch row
         stay = [b for b, i in enumerate(live) if max_new[i] > 0]
@@ -237,7 +246,7 @@ class TransformersPolicy:
                 live = [live[b] for b in stay]
             if not live:
                 break
-            if out_ids[live[0]]:  # not the first token: feed every live row's last id
+            if out.ids[live[0]]:  # not the first token: feed every live row's last id
                 mask = torch.cat(
                     [mask, torch.ones((len(live), 1), dtype=torch.long, device=dev)], dim=1
                 )
@@ -251,19 +260,18 @@ class TransformersPolicy:
                 )
                 logits = result.logits[:, -1, :].float()
             nxt, lps = self._sample(logits, [gens[i] for i in live])
+            self._give(out, live, nxt, lps, logits)
             stay = []
             for b, (i, tok, lp) in enumerate(zip(live, nxt.tolist(), lps.tolist(), strict=True)):
-                out_ids[i].append(tok)
-                out_lp[i].append(lp)
-                if not self._stopped(out_ids[i], max_new[i]):
+                if self._add(out, i, tok, lp, max_new[i]):
                     stay.append(b)
                 elif keep:  # its cache holds the context and this turn but the last token
                     self._pasts.put(
-                        contexts[i] + out_ids[i][:-1],
+                        contexts[i] + out.ids[i][:-1],
                         row_past(map(layer_kv, cache.layers), b, mask[b].nonzero()[:, 0]),
                     )
-        self.generated_tokens += sum(len(r) for r in out_ids)
-        return list(zip(out_ids, out_lp, strict=True))
+        self.generated_tokens += sum(len(r) for r in out.ids)
+        return out.sampled()
 
     def _decode_fixed(
         self,
@@ -272,32 +280,64 @@ class TransformersPolicy:
         max_new: list[int],
         gens: list[torch.Generator],
         keep: bool,
-    ) -> list[tuple[list[int], list[float]]]:
+    ) -> list[Sampled]:
         """`_decode`'s loop over the loaded `FixedDecode`: finished rows stay in the batch, ignored."""
         assert self.fixed is not None
         n = len(contexts)
         dev = self.model.device
-        out_ids: list[list[int]] = [[] for _ in range(n)]
-        out_lp: list[list[float]] = [[] for _ in range(n)]
+        out = _Rows(n)
         nxt = torch.full((n,), self.pad_id, dtype=torch.long, device=dev)
         live = [i for i in range(n) if max_new[i] > 0]
         while live:
             idx = torch.tensor(live, dtype=torch.long, device=dev)
             tok, lps = self._sample(logits[idx], [gens[i] for i in live])
+            self._give(out, live, tok, lps, logits[idx])
             nxt[idx] = tok
             still = []
             for i, t, lp in zip(live, tok.tolist(), lps.tolist(), strict=True):
-                out_ids[i].append(t)
-                out_lp[i].append(lp)
-                if not self._stopped(out_ids[i], max_new[i]):
+                if self._add(out, i, t, lp, max_new[i]):
                     still.append(i)
                 elif keep:  # the buffers hold its context and this turn but the last token
-                    self._pasts.put(contexts[i] + out_ids[i][:-1], self.fixed.row_past(i))
+                    self._pasts.put(contexts[i] + out.ids[i][:-1], self.fixed.row_past(i))
             live = still
             if live:
                 logits = self.fixed.step(nxt)
-        self.generated_tokens += sum(len(r) for r in out_ids)
-        return list(zip(out_ids, out_lp, strict=True))
+        self.generated_tokens += sum(len(r) for r in out.ids)
+        return out.sampled()
+
+    def _add(self, out: _Rows, row: int, tok: int, logprob: float, limit: int) -> bool:
+        """Append a row's token; whether the row goes on. A think that has just spent its budget
+        unclosed is owed `</think>`, given over the next steps by `_give`."""
+        out.ids[row].append(tok)
+        out.logprobs[row].append(logprob)
+        if self._stopped(out.ids[row], limit):
+            return False
+        if len(out.ids[row]) == self.sampling.think_budget:
+            text = self.tokenizer.decode(out.ids[row], skip_special_tokens=False)
+            if "<think>" in text and "</think>" not in text:
+                out.owed[row] = list(self._think_close)
+        return True
+
+    def _give(
+        self,
+        out: _Rows,
+        rows: list[int],
+        tok: torch.Tensor,
+        lps: torch.Tensor,
+        logits: torch.Tensor,
+    ) -> None:
+        """Rows owed ids take the next one in place of their sample (in `tok`, in place), with its
+        log-probability under the sampling temperature, as a sampled id would have."""
+        for b, i in enumerate(rows):
+            if i not in out.owed:
+                continue
+            t = out.owed[i].pop(0)
+            if not out.owed[i]:
+                del out.owed[i]
+            temperature = self.sampling.temperature or 1.0
+            tok[b] = t
+            lps[b] = torch.log_softmax(logits[b] / temperature, -1)[t]
+            out.forced_at[i].append(len(out.ids[i]))
 
     def _past(self, context: list[int]) -> tuple[int, Past | None]:
         """(tokens of `context` already cached, their past): the episode's previous turn, else its system turn.
@@ -364,6 +404,25 @@ class TransformersPolicy:
             return False
         tail = self.tokenizer.decode(ids[-_TAIL_TOKENS:], skip_special_tokens=False)
         return any(tail.endswith(s) or s in tail[-(len(s) + 8) :] for s in STOP_STRINGS)
+
+
+Sampled = tuple[list[int], list[float], tuple[int, ...]]  # ids, logprobs, forced_at
+
+
+class _Rows:
+    """What each row of a decode call has produced, and the ids it is owed (`SamplingConfig.think_budget`)."""
+
+    def __init__(self, n: int) -> None:
+        self.ids: list[list[int]] = [[] for _ in range(n)]
+        self.logprobs: list[list[float]] = [[] for _ in range(n)]
+        self.forced_at: list[list[int]] = [[] for _ in range(n)]
+        self.owed: dict[int, list[int]] = {}
+
+    def sampled(self) -> list[Sampled]:
+        return [
+            (ids, lps, tuple(at))
+            for ids, lps, at in zip(self.ids, self.logprobs, self.forced_at, strict=True)
+        ]
 
 
 def prefill_rows(contexts: Sequence[Sequence[int]]) -> list[int]:
