@@ -63,6 +63,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
+from agent.eval.metrics import think_closes  # noqa: E402
 from agent.eval.stats import bootstrap_mean  # noqa: E402
 from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
 from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
@@ -199,6 +200,7 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
         "gold_seen": len(seen) / len(trajs),
         "em_when_seen": statistics.mean(t.metrics.get("em", 0.0) for t in seen) if seen else 0.0,
         "tokens_per_episode": statistics.mean(sum(len(u.ids) for u in t.turns) for t in trajs),
+        "think_closes": think_closes(trajs),
         "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
         **{f"wrong_{k}": kinds.count(k) / len(trajs) for k in WRONG},
     }

@@ -117,6 +117,11 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def think_closes(trajs: Sequence[Trajectory]) -> float:
+    """Turns per episode whose think was closed by its budget (`SamplingConfig.think_budget`)."""
+    return _mean([sum(bool(u.forced_at) for u in t.turns) for t in trajs])
+
+
 def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]:
     """Headline numbers of one policy on one task set (all seeds pooled)."""
     if not trajs:
@@ -141,6 +146,7 @@ def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]
         "answered": _mean([float(t.answer is not None) for t in trajs]),
         "truncated": _mean([float(t.truncated) for t in trajs]),
         "turns": _mean([len(t.turns) for t in trajs]),
+        "think_closes": think_closes(trajs),
         "tool_calls": tool_calls(trajs),
         "prompt_tokens": _mean([len(t.prompt_ids) for t in trajs]),
         "generated_tokens": _mean([sum(len(x.ids) for x in t.turns) for t in trajs]),

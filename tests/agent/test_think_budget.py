@@ -126,3 +126,4 @@ def test_an_evaluated_episode_records_where_its_thinks_were_closed(
             int(j not in u.forced_at) for j in range(len(u.ids))
         ]
     assert summary["episodes"] == 2
+    assert summary["think_closes"] == sum(bool(u.forced_at) for t in trajs for u in t.turns) / 2
