@@ -17,6 +17,7 @@ from agent.rollout.policies.transformers_policy import (
 )
 from agent.rollout.react import ChatFormat, Generation
 from agent.rollout.trajectory import Trajectory, Turn
+from agent.train.config import GRPOConfig
 from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
 from wikisim.paths import DATA_DIR
@@ -101,6 +102,8 @@ def test_given_ids_are_out_of_the_loss_and_survive_a_round_trip() -> None:
         Generation(text="a", forced_at=(0,))
     with pytest.raises(ConfigError, match="think_budget=-1"):
         SamplingConfig(think_budget=-1)
+    with pytest.raises(ConfigError, match="think_budget=48 is applied by the in-process sampler"):
+        GRPOConfig(think_budget=48, generation_server="http://127.0.0.1:8000/v1")
 
 
 def test_an_evaluated_episode_records_where_its_thinks_were_closed(

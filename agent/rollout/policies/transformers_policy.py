@@ -172,7 +172,8 @@ class TransformersPolicy:
     def generate(
         self, contexts: list[list[int]], max_new: list[int], seeds: list[int], *, keep: bool = False
     ) -> list[Sampled]:
-        """Sample one turn per context; each row stops on its own.
+        """Sample one turn per context; each row stops on its own. Per row: ids, their
+        log-probabilities, and the positions among them the row was given (`think_budget`).
 
         Args:
             keep: store each row's cache so that a later call extending its context (the next
@@ -260,7 +261,8 @@ class TransformersPolicy:
                 )
                 logits = result.logits[:, -1, :].float()
             nxt, lps = self._sample(logits, [gens[i] for i in live])
-            self._give(out, live, nxt, lps, logits)
+            if out.owed:
+                self._give(out, live, nxt, lps, logits)
             stay = []
             for b, (i, tok, lp) in enumerate(zip(live, nxt.tolist(), lps.tolist(), strict=True)):
                 if self._add(out, i, tok, lp, max_new[i]):
@@ -291,7 +293,8 @@ class TransformersPolicy:
         while live:
             idx = torch.tensor(live, dtype=torch.long, device=dev)
             tok, lps = self._sample(logits[idx], [gens[i] for i in live])
-            self._give(out, live, tok, lps, logits[idx])
+            if out.owed:
+                self._give(out, live, tok, lps, logits[idx])
             nxt[idx] = tok
             still = []
             for i, t, lp in zip(live, tok.tolist(), lps.tolist(), strict=True):
