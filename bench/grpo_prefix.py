@@ -12,9 +12,9 @@ each group (a row whose advantage is zero is not run at all), it times one updat
 in this process, and checks that their loss and gradient norm agree. Sampling each group is
 timed too, with rows of the same context prefilled once (`prefill_rows`, the policy's way: a
 started group's G rows share the teacher's turns) and each row apart, with the share of
-rollouts whose ids agree (started groups only: a scratch group's rows share only the question). An update's rows go one at a time by default, as configs/learn/grpo.yaml
-runs them on CPU: a micro-batch pads its rows to the longest, and 8 rows of ~1,000 tokens held
-over 20 GB here.
+rollouts whose ids agree (started groups only: a scratch group's rows share only the question).
+An update's rows go one at a time by default, as configs/learn/grpo.yaml runs them on CPU: a
+micro-batch pads its rows to the longest, and 8 rows of ~1,000 tokens held over 20 GB here.
 
     nice -n 10 .venv/bin/python bench/grpo_prefix.py [--questions 2] [--group-size 8] [--micro-batch 1]
         [--repeats 2] [--rollouts bench/results/grpo_prefix_run]

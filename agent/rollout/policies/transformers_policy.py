@@ -337,9 +337,8 @@ class TransformersPolicy:
             t = out.owed[i].pop(0)
             if not out.owed[i]:
                 del out.owed[i]
-            temperature = self.sampling.temperature or 1.0
             tok[b] = t
-            lps[b] = torch.log_softmax(logits[b] / temperature, -1)[t]
+            lps[b] = self._log_probs(logits[b])[t]
             out.forced_at[i].append(len(out.ids[i]))
 
     def _past(self, context: list[int]) -> tuple[int, Past | None]:
@@ -383,8 +382,8 @@ class TransformersPolicy:
         t, top_p = self.sampling.temperature, self.sampling.top_p
         if t == 0:
             tok = logits.argmax(-1)
-            return tok, torch.log_softmax(logits, -1).gather(1, tok[:, None])[:, 0]
-        logp = torch.log_softmax(logits / t, -1)
+            return tok, self._log_probs(logits).gather(1, tok[:, None])[:, 0]
+        logp = self._log_probs(logits)
         probs, order = logp.exp(), None
         if top_p < 1:
             probs, order = torch.sort(probs, -1, descending=True)
@@ -397,6 +396,10 @@ class TransformersPolicy:
         pos = pos.clamp(max=logits.shape[-1] - 1)
         tok = pos if order is None else order.gather(1, pos[:, None])[:, 0]
         return tok, logp.gather(1, tok[:, None])[:, 0]
+
+    def _log_probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities under the sampling temperature (greedy: under the raw logits)."""
+        return torch.log_softmax(logits / (self.sampling.temperature or 1.0), -1)
 
     def _stopped(self, ids: list[int], limit: int) -> bool:
         if ids[-1] in self.stop_ids or len(ids) >= limit:
