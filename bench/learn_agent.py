@@ -402,6 +402,7 @@ class Bench:
             format_penalty=a.format_penalty,
             grounded_only=a.grounded_only,
             exclude_truncated=a.exclude_truncated,
+            kl_coef=a.kl_coef,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -671,6 +672,15 @@ def main() -> None:
         "started steps on 2 CPU cores: the policy's turn format collapsed, held-out EM 0.050 against "
         "0.083 after SFT and 0.117 with them left out; "
         "bench/results/learn_agent_starts_s21_seed0_keeptrunc.json)",
+    )
+    p.add_argument(
+        "--kl-coef",
+        type=float,
+        default=0.0,
+        help="GRPO's k3 KL penalty to the SFT weights it starts from (GRPOConfig.kl_coef; every "
+        "row then runs, and a frozen copy of the model scores them), aimed at the drift from SFT's "
+        "queries and turn format that 13-20 CPU steps showed (README; not yet run; 0: none, as in "
+        "the paper)",
     )
     p.add_argument("--questions-per-step", type=int, default=None)
     p.add_argument(
