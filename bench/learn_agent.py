@@ -82,9 +82,12 @@ from agent.train.teachers import (  # noqa: E402
     grounded_in,
 )
 from wikisim.env.config import EnvConfig  # noqa: E402
+from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
+from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
+from wikisim.tools.search import SearchTool  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
@@ -155,6 +158,38 @@ def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
 
 
 WRONG = ("no_answer", "echo", "misread", "unread")
+SEARCH_PARAMETERS = tool_parameters([SearchTool(None).schema])  # type: ignore[arg-type]
+
+
+def queries(t: Trajectory) -> list[str]:
+    """The search queries of an episode's turns, as the env's one parser reads them (a call
+    with several queries gives each)."""
+    out = []
+    for u in t.turns:
+        for call in parse_turn(u.text, SEARCH_PARAMETERS).items:
+            if isinstance(call, ToolCall) and call.name == "search":
+                q = call.arguments.get("query", "")
+                out += [str(x) for x in q] if isinstance(q, list) else [str(q)]
+    return out
+
+
+def query_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict[str, float]:
+    """What the policy searches, per query: its words (normalised as answers are), the share of
+    one-word queries, and the share of a query's words that are the question's. GRPO's policies
+    were seen to wear their queries down to one stock word ("page", "place") while still
+    searching once an episode: the search count alone hides it."""
+    words, mine = [], []
+    for t in trajs:
+        question = set(normalize_answer(tasks.get(t.task_id).question).split())
+        for q in queries(t):
+            w = normalize_answer(q).split()
+            words.append(len(w))
+            mine.append(sum(x in question for x in w) / len(w) if w else 0.0)
+    return {
+        "query_words": statistics.mean(words) if words else 0.0,
+        "one_word_queries": statistics.mean(n <= 1 for n in words) if words else 0.0,
+        "query_in_question": statistics.mean(mine) if mine else 0.0,
+    }
 
 
 def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
@@ -203,6 +238,7 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
         "think_closes": think_closes(trajs),
         "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
         **{f"wrong_{k}": kinds.count(k) / len(trajs) for k in WRONG},
+        **query_stats(trajs, tasks),
     }
 
 
@@ -231,9 +267,11 @@ class Bench:
             encoding="utf-8",
         )
 
-    def evaluate(self, name: str, policy_dir: str | None) -> dict:
+    def evaluate(self, name: str, policy_dir: str | None, seed: int | None = None) -> dict:
         """Every held-out set in one run of the harness (greedy; plus `--pass-samples` sampled
-        episodes per task for pass@1), then stats per set."""
+        episodes per task for pass@1), then stats per set; a seed's checkpoints write their
+        trajectories under its own directory (`seedN/eval/STAGE`), so no seed overwrites another's."""
+        where = self.out / (f"seed{seed}" if seed is not None else "") / "eval"
         policy: SearchAnswerPolicy | TransformersPolicy
         if policy_dir is None:
             policy = SearchAnswerPolicy(None)
@@ -247,7 +285,7 @@ class Bench:
                     batch_size=self.args.eval_batch, think_budget=self.args.think_budget
                 ),
             )
-        greedy = self._run(policy, name, policy_dir)
+        greedy = self._run(policy, name, policy_dir, where)
         out = {
             held: episode_stats([t for t in greedy if t.task_id in ids], self.data.tasks)
             for held, ids in self.held_ids.items()
@@ -255,7 +293,7 @@ class Bench:
         if self.args.pass_samples and isinstance(policy, TransformersPolicy):
             # the batch the greedy pass ended with: a size that ran out of memory stays down
             policy.sampling = dataclasses.replace(policy.sampling, temperature=1.0)
-            sampled = self._run(policy, name, policy_dir, self.args.pass_samples)
+            sampled = self._run(policy, name, policy_dir, where, self.args.pass_samples)
             for held, ids in self.held_ids.items():
                 mine = [t for t in sampled if t.task_id in ids]
                 p1 = bootstrap_mean(
@@ -283,7 +321,9 @@ class Bench:
             }
             torch.cuda.reset_peak_memory_stats()
 
-    def _run(self, policy, name: str, policy_dir: str | None, samples: int = 0) -> list[Trajectory]:
+    def _run(
+        self, policy, name: str, policy_dir: str | None, where: Path, samples: int = 0
+    ) -> list[Trajectory]:
         """The harness behind `wikisim eval --policy DIR --tasks heldout.jsonl` with the bench's env options."""
         a = self.args
         cfg = build_config(
@@ -302,7 +342,7 @@ class Bench:
             },
         )
         summary, trajs = evaluate(cfg, policy=policy, progress=False)
-        where = self.out / "eval" / f"{name}{'-sampled' if samples else ''}"
+        where = where / f"{name}{'-sampled' if samples else ''}"
         where.mkdir(parents=True, exist_ok=True)
         write_trajectories(where / "trajectories.jsonl", trajs)
         (where / "summary.json").write_text(
@@ -387,7 +427,7 @@ class Bench:
         self.gpu_peak("sft")
         sft_dir = str(Path(sft.final_dir).parent / "adapter")
         t_eval = time.perf_counter()
-        res["sft"] = self.evaluate("sft", sft.final_dir)
+        res["sft"] = self.evaluate("sft", sft.final_dir, seed)
         eval_s = time.perf_counter() - t_eval
         t0 = time.perf_counter()
         gcfg = GRPOConfig(
@@ -460,7 +500,7 @@ class Bench:
             {k: r[k] for k in GRPO_CURVE if k in r}
             for r in read_metrics(out / "grpo" / "metrics.jsonl")
         ]
-        res["grpo"] = self.evaluate("grpo", g.final_dir)
+        res["grpo"] = self.evaluate("grpo", g.final_dir, seed)
         res["checkpoints"] = {
             "sft": sft.final_dir,
             "grpo": g.final_dir,
@@ -501,6 +541,9 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "em_when_seen",
         "tokens_per_episode",
         *(f"wrong_{k}" for k in WRONG),
+        "query_words",
+        "one_word_queries",
+        "query_in_question",
     )
     sets = list(baseline)
     out: dict = {"per_set": {}, "stages": {}}
@@ -582,9 +625,9 @@ def table(summary: dict) -> str:
     for held, row in summary["per_set"].items():
         lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
         lines.append(
-            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep | wrong: none/echo/misread/unread |"
+            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep | wrong: none/echo/misread/unread | query words / one-word / in question |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for s in STAGES:
             v = row[s]
             ci = v.get("em_ci95_seed0")
@@ -595,7 +638,8 @@ def table(summary: dict) -> str:
                 f"{v['grounded_share_of_correct']:.2f} | {v.get('gold_seen', float('nan')):.2f} | "
                 f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} | "
                 + "/".join(f"{v.get(f'wrong_{k}', float('nan')):.2f}" for k in WRONG)
-                + " |"
+                + f" | {v.get('query_words', float('nan')):.1f} / {v.get('one_word_queries', float('nan')):.2f}"
+                + f" / {v.get('query_in_question', float('nan')):.2f} |"
             )
         for g in ("gain untrained->sft", "gain sft->grpo"):
             lines.append(

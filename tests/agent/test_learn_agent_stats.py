@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import runpy
 
 import pytest
@@ -79,3 +80,29 @@ def test_wrong_answers_are_told_apart_by_what_they_repeat() -> None:
     assert kinds == [None, "echo", "misread", "unread", "no_answer"]
     stats = bench["episode_stats"](trajs, tasks)
     assert [stats[f"wrong_{k}"] for k in bench["WRONG"]] == [0.2, 0.2, 0.2, 0.2]
+
+
+def test_query_stats_read_the_queries_through_the_env_parser() -> None:
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
+
+    def searched(*calls: str) -> Trajectory:
+        turns = tuple(
+            Turn(text=c, ids=(1,), logprobs=(0.0,), observation="x", tool_calls=("search",))
+            for c in calls
+        )
+        return dataclasses.replace(_episode("b", "x", "Wrington", 1.0), turns=turns)
+
+    call = '<tool_call>{{"name": "search", "arguments": {{"query": {}}}}}</tool_call>'
+    trajs = [
+        searched(call.format('"John Locke birthplace"')),  # 3 words, 2 the question's
+        searched(call.format('["page", "Locke"]')),  # a call of two queries
+        # no call, then a query that is not a string: an error, not a query
+        searched("<think>no call</think>", call.format("7")),
+    ]
+    assert bench["queries"](trajs[1]) == ["page", "Locke"]
+    assert bench["queries"](trajs[2]) == []
+    stats = bench["query_stats"](trajs, tasks)
+    assert stats["query_words"] == pytest.approx(5 / 3)
+    assert stats["one_word_queries"] == pytest.approx(2 / 3)
+    assert stats["query_in_question"] == pytest.approx((2 / 3 + 0 + 1) / 3)
