@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from agent.rollout.policies.scripted import STOPWORDS, best_span, observations
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
+from wikisim.corpus.page import url_to_title
 from wikisim.env.reward import normalize_answer
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.tools.protocol import format_answer, format_tool_call
@@ -100,7 +101,9 @@ def _as_typed(question: str, words: int = SHORT_QUESTION_WORDS) -> tuple[str, ..
 
 
 def title_of(url: str) -> str:
-    return url.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
+    """The page title a URL names, percent-decoded as the backend reads it ("Peter schießt den
+    Vogel ab", not "Peter schie%C3%9Ft ..."); a URL off Wikipedia gives its last path part."""
+    return url_to_title(url) or url.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
 
 
 def quote(answer: str, text: str, width: int = 160) -> str:
