@@ -20,9 +20,8 @@ from collections.abc import Sequence
 
 from agent.rollout.policies.scripted import STOPWORDS, best_span, observations
 from agent.rollout.react import ChatFormat, Generation, TurnRequest
-from wikisim.corpus.page import url_to_title
 from wikisim.env.reward import normalize_answer
-from wikisim.env.tasks import Task, TaskSet
+from wikisim.env.tasks import Task, TaskSet, title_of
 from wikisim.tools.protocol import format_answer, format_tool_call
 
 _URL = re.compile(r"https?://[^\s)\]>\"'<]+")
@@ -98,12 +97,6 @@ def _as_typed(question: str, words: int = SHORT_QUESTION_WORDS) -> tuple[str, ..
     """The question itself as a query or goal only when short: a student that learns to copy a long
     question overflows its turn budget (max_new_tokens) and never closes the call."""
     return (question,) if len(question.split()) <= words else ()
-
-
-def title_of(url: str) -> str:
-    """The page title a URL names, percent-decoded as the backend reads it ("Peter schießt den
-    Vogel ab", not "Peter schie%C3%9Ft ..."); a URL off Wikipedia gives its last path part."""
-    return url_to_title(url) or url.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
 
 
 def quote(answer: str, text: str, width: int = 160) -> str:

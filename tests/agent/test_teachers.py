@@ -7,8 +7,7 @@ import json
 import re
 
 from agent.rollout.react import TurnRequest
-from agent.train.teachers import ResearchTeacher, quote, title_of
-from wikisim.corpus.page import title_to_url
+from agent.train.teachers import ResearchTeacher, quote
 from wikisim.env.tasks import Task, TaskSet
 
 QUESTION = (
@@ -99,13 +98,3 @@ def test_a_quote_is_cut_at_word_boundaries_around_the_answer() -> None:
     words = text.split()
     assert cut.split()[0] in words and cut.split()[-1] in words  # no word cut in half
     assert quote("Canberra", "It is located in Canberra.") == "It is located in Canberra."
-
-
-def test_a_title_is_read_off_its_url_as_the_backend_reads_it() -> None:
-    """An evidence URL percent-encodes its title: the teacher searches and names the title a
-    page shows, not its escapes (38 training evidence URLs of the learning bench had them)."""
-    for title in ("Peter schießt den Vogel ab", "Lilo & Stitch", "Who's Afraid of Virginia Woolf?"):
-        url = title_to_url(title)
-        assert "%" in url
-        assert title_of(url) == title
-    assert title_of("https://example.org/docs/some_page/") == "some page"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wikisim.env.tasks import SAMPLE_TASKS, Task, TaskSet, load_tasks, read_jsonl
+from wikisim.corpus.page import title_to_url
+from wikisim.env.tasks import SAMPLE_TASKS, Task, TaskSet, load_tasks, read_jsonl, title_of
 from wikisim.errors import TaskError
 from wikisim.index import open_index
 from wikisim.paths import QA_DIR
@@ -156,3 +157,13 @@ def test_several_files_each_sliced_make_one_task_set(tmp_path: Path, monkeypatch
         load_tasks("data/tasks/sample.jsonl,nowhere.jsonl")
     with pytest.raises(TaskError, match="names no file"):
         load_tasks(" , ")
+
+
+def test_a_title_is_read_off_its_url_as_the_backend_reads_it() -> None:
+    """An evidence URL percent-encodes its title: the teacher searches and names the title a
+    page shows, not its escapes (38 training evidence URLs of the learning bench had them)."""
+    for title in ("Peter schießt den Vogel ab", "Lilo & Stitch", "Who's Afraid of Virginia Woolf?"):
+        url = title_to_url(title)
+        assert "%" in url
+        assert title_of(url) == title
+    assert title_of("https://example.org/docs/some_page/") == "some page"

@@ -202,6 +202,12 @@ def read_flashrag(path: str | Path) -> TaskSet:
     return TaskSet((task_from_dict(d, w) for w, d in rows), path.stem)
 
 
+def title_of(url: str) -> str:
+    """The page title an evidence URL names, percent-decoded as the backend reads it ("Peter
+    schießt den Vogel ab", not "Peter schie%C3%9Ft ..."); off Wikipedia, its last path part."""
+    return url_to_title(url) or url.rstrip("/").rsplit("/", 1)[-1].replace("_", " ")
+
+
 def _wiki_links(value: Any, where: str) -> list[str]:
     """FRAMES' `wiki_links`: a list, or the Python-list string the TSV holds; Wikipedia URLs normalised."""
     if isinstance(value, str):
