@@ -186,6 +186,7 @@ def query_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict[str, float]:
             words.append(len(w))
             mine.append(sum(x in question for x in w) / len(w) if w else 0.0)
     return {
+        "queries": len(words) / len(trajs),
         "query_words": statistics.mean(words) if words else 0.0,
         "one_word_queries": statistics.mean(n <= 1 for n in words) if words else 0.0,
         "query_in_question": statistics.mean(mine) if mine else 0.0,
@@ -523,10 +524,25 @@ def add_question_groups(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: A share among some episodes or queries, not all: pooled over what it counts (a set with no
+#: correct answer says nothing of how grounded correct answers are, rather than 0).
+POOLED_OVER = {
+    "grounded_share_of_answers": "answered",
+    "grounded_share_of_correct": "em",
+    "em_when_seen": "gold_seen",
+    "query_words": "queries",
+    "one_word_queries": "queries",
+    "query_in_question": "queries",
+}
+
+
 def pooled(per_set: dict[str, dict], key: str) -> float:
-    """A metric over every held-out episode (sets weighted by their size)."""
-    n = sum(s["episodes"] for s in per_set.values())
-    return sum(s[key] * s["episodes"] for s in per_set.values() if key in s) / n
+    """A metric over every held-out episode (sets weighted by their size), or over the episodes
+    or queries it is a share of (`POOLED_OVER`)."""
+    over = POOLED_OVER.get(key)
+    weight = {k: s["episodes"] * (s[over] if over else 1.0) for k, s in per_set.items()}
+    n = sum(weight.values())
+    return sum(s[key] * weight[k] for k, s in per_set.items() if key in s) / n if n else 0.0
 
 
 def summarize(runs: list[dict], baseline: dict) -> dict:

@@ -106,3 +106,17 @@ def test_query_stats_read_the_queries_through_the_env_parser() -> None:
     assert stats["query_words"] == pytest.approx(5 / 3)
     assert stats["one_word_queries"] == pytest.approx(2 / 3)
     assert stats["query_in_question"] == pytest.approx((2 / 3 + 0 + 1) / 3)
+
+
+def test_a_share_of_some_episodes_pools_over_those_episodes() -> None:
+    """Grounded correct answers pool over correct answers: a set with none adds nothing, not 0."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    per_set = {
+        "a": {"episodes": 12, "em": 0.25, "grounded_share_of_correct": 1.0},  # 3 right, grounded
+        "b": {"episodes": 12, "em": 0.0, "grounded_share_of_correct": 0.0},  # none right
+        "c": {"episodes": 6, "em": 1 / 6, "grounded_share_of_correct": 0.0},  # 1 right, recalled
+    }
+    assert bench["pooled"](per_set, "em") == pytest.approx(4 / 30)
+    assert bench["pooled"](per_set, "grounded_share_of_correct") == pytest.approx(3 / 4)
+    none_right = {k: {**v, "em": 0.0} for k, v in per_set.items()}
+    assert bench["pooled"](none_right, "grounded_share_of_correct") == 0.0
