@@ -87,7 +87,7 @@ from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
 from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
-from wikisim.tools.search import SearchTool  # noqa: E402
+from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
@@ -167,9 +167,8 @@ def queries(t: Trajectory) -> list[str]:
     out = []
     for u in t.turns:
         for call in parse_turn(u.text, SEARCH_PARAMETERS).items:
-            if isinstance(call, ToolCall) and call.name == "search":
-                q = call.arguments.get("query", "")
-                out += [str(x) for x in q] if isinstance(q, list) else [str(q)]
+            if isinstance(call, ToolCall) and call.name == "search":  # its schema checked
+                out += as_list(call.arguments["query"])
     return out
 
 
