@@ -48,8 +48,8 @@ class RowLoopPolicy(TransformersPolicy):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         t = self.sampling.temperature
         toks, lps = [], []
-        for row, gen in zip(logits, gens, strict=True):
-            logp = torch.log_softmax(row / t, -1)
+        for row, gen in zip(logits, gens, strict=True):  # the generators are the host's
+            logp = torch.log_softmax(row.cpu() / t, -1)
             tok = int(torch.multinomial(logp.exp(), 1, generator=gen))
             toks.append(tok)
             lps.append(float(logp[tok]))

@@ -155,6 +155,34 @@ def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny, fixe
     assert len(policy._pasts) == 1  # finished episodes' caches are dropped
 
 
+def test_fixed_shapes_take_bf16_steps_over_an_fp32_past_as_the_growing_cache_does() -> None:
+    """GRPO's model on a GPU is prepared by Accelerate for bf16, so its forward runs under
+    autocast: a decode step's keys are bf16 while the prefilled past is fp32. The fixed-shape
+    buffers take them in their own dtype, as the growing cache does (an H200 run crashed here,
+    `index_copy_` refusing the mix), and sample what it samples."""
+    from accelerate import Accelerator
+
+    tok, model = tiny_model(1)
+    model = Accelerator(cpu=True, mixed_precision="bf16").prepare(model)
+    turns: dict[bool, list[list[tuple[int, ...]]]] = {}
+    for fixed in (False, True):
+        policy = TransformersPolicy(
+            tok, model, sampling=SamplingConfig(batch_size=2, fixed_shapes=fixed)
+        )
+        episodes = _episodes(
+            policy, ["short?", "a longer question than the other?"], 12, LONG_SYSTEM
+        )
+        turns[fixed] = []
+        for turn in range(2):  # the second turn decodes over the first's stored past
+            gens = policy.act([e.request() for e in episodes])
+            turns[fixed].append([g.ids for g in gens])
+            for e, g in zip(episodes, gens, strict=True):
+                e.add_generation(g)
+                e.add_observation(f"<tool_response>\nresult {turn}\n</tool_response>")
+    assert all(len(ids) == 12 for turn in turns[True] for ids in turn)
+    assert turns[True] == turns[False]
+
+
 @pytest.mark.parametrize("fixed", [False, True])
 def test_rows_with_the_same_context_prefill_once_and_sample_as_they_would_alone(
     tiny, fixed: bool

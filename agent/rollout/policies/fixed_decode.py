@@ -37,8 +37,11 @@ class _ColumnLayer(DynamicLayer):
         self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self._k.index_copy_(2, self._column, key_states)
-        self._v.index_copy_(2, self._column, value_states)
+        # in the buffers' dtype: under autocast (GRPO's model, prepared by Accelerate for bf16)
+        # the step's keys are bf16 while the prefilled past is fp32, and `index_copy_` won't cast
+        # (the growing cache's slice assignment does)
+        self._k.index_copy_(2, self._column, key_states.to(self._k.dtype))
+        self._v.index_copy_(2, self._column, value_states.to(self._v.dtype))
         return self._k, self._v
 
 
@@ -62,8 +65,13 @@ class FixedDecode:
         self.rows = self.width = 0
 
     def release(self) -> None:
-        """Free the buffers and graphs (a batch that ran out of memory retries smaller)."""
-        self._keys, self._values, self._graphs = [], [], {}
+        """Free the buffers and graphs (a batch that ran out of memory retries smaller).
+
+        The graphs' memory pool goes with them: once no graph holds a pool, capturing into it
+        again fails an internal assert of PyTorch's allocator (`use_count > 0`, seen on an H200
+        when a longer turn reallocated the buffers), so the next capture starts a new one.
+        """
+        self._keys, self._values, self._graphs, self._pool = [], [], {}, None
         self.rows = self.width = 0
 
     def load(
