@@ -905,11 +905,12 @@ def main() -> None:
             parts[0]["baseline"],
             runs,
             {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
-            max(p["wall_s"] for p in parts),
+            combined_wall(parts),
             name,
+            span=spans_cover(parts),
         )
         return
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     data = load_data(args.eval_limit)
     shutil.rmtree(RESULTS / name, ignore_errors=True)
     bench = Bench(args, data, RESULTS / name)
@@ -930,11 +931,41 @@ def main() -> None:
             **partial,
             "stage_wall_s": stage_times(times, runs),
             "wall_s": time.perf_counter() - t0,
+            "span": [started, time.time()],
         }
         (RESULTS / f"{name}.json").write_text(json.dumps(part, indent=1))
         print(f"wrote {RESULTS / name}.json (no untrained eval): merge it with --combine")
         return
-    report(vars(args), baseline, runs, times, time.perf_counter() - t0, name)
+    report(
+        vars(args),
+        baseline,
+        runs,
+        times,
+        time.perf_counter() - t0,
+        name,
+        span=[started, time.time()],
+    )
+
+
+def combined_wall(parts: list[dict]) -> float:
+    """The wall time of runs merged by `--combine`: the union of their spans (seeds side by side
+    overlap, seeds run one after another add up); for results written without spans, the longest
+    part, as if side by side."""
+    spans = [p.get("span") for p in parts]
+    if not all(spans):
+        return max(p["wall_s"] for p in parts)
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(tuple(x) for x in spans if x):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def spans_cover(parts: list[dict]) -> list[float] | None:
+    """From the first part's start to the last one's end, where every part has a span."""
+    spans = [p.get("span") for p in parts]
+    return [min(x[0] for x in spans if x), max(x[1] for x in spans if x)] if all(spans) else None
 
 
 def stage_times(times: dict, runs: list[dict]) -> dict:
@@ -946,7 +977,13 @@ def stage_times(times: dict, runs: list[dict]) -> dict:
 
 
 def report(
-    args: dict, baseline: dict, runs: list[dict], times: dict, wall: float, name: str
+    args: dict,
+    baseline: dict,
+    runs: list[dict],
+    times: dict,
+    wall: float,
+    name: str,
+    span: list[float] | None = None,
 ) -> None:
     """Summary, JSON and plot of the runs; prints the tables and, last, the one-line JSON."""
     summary = summarize(runs, baseline)
@@ -955,6 +992,7 @@ def report(
         "args": args,
         "device": args["device"],
         "wall_s": wall,
+        "span": span,
         "stage_wall_s": times,
         "summary": summary,
         "runs": runs,

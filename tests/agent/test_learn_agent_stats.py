@@ -120,3 +120,14 @@ def test_a_share_of_some_episodes_pools_over_those_episodes() -> None:
     assert bench["pooled"](per_set, "grounded_share_of_correct") == pytest.approx(3 / 4)
     none_right = {k: {**v, "em": 0.0} for k, v in per_set.items()}
     assert bench["pooled"](none_right, "grounded_share_of_correct") == 0.0
+
+
+def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -> None:
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    wall = bench["combined_wall"]
+    after = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 5.0, "span": [20.0, 25.0]}]
+    beside = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 8.0, "span": [1.0, 9.0]}]
+    overlap = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 10.0, "span": [5.0, 15.0]}]
+    assert wall(after) == 15.0 and wall(beside) == 10.0 and wall(overlap) == 15.0
+    assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == 10.0  # older results
+    assert bench["spans_cover"](after) == [0.0, 25.0]
