@@ -55,7 +55,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from learn_agent import ENV, add_question_groups, load_data  # noqa: E402
+from learn_agent import (  # noqa: E402
+    ENV,
+    add_gpu_memory_fraction,
+    add_question_groups,
+    cap_gpu_memory,
+    load_data,
+)
 from safetensors.torch import load_file  # noqa: E402
 
 from agent.rollout.models import is_adapter, load_local  # noqa: E402
@@ -149,14 +155,33 @@ def main() -> None:
         default="",
         help="trajectories to start from (e.g. learn_agent's SEED/sft_data.jsonl)",
     )
+    p.add_argument(
+        "--kl-coef",
+        type=float,
+        default=0.0,
+        help="GRPO's k3 KL penalty to the start adapter (as learn_agent.py's --kl-coef)",
+    )
+    p.add_argument(
+        "--think-budget",
+        type=int,
+        default=0,
+        help="tokens a <think> may take before </think> is given, in GRPO's rollouts and the "
+        "evals (as learn_agent.py's --think-budget; 0: none)",
+    )
+    add_gpu_memory_fraction(p)
     p.add_argument("--eval", choices=("none", "end", "both"), default="none")
     p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
     p.add_argument("--eval-limit", type=int, default=0, help="questions per held-out set (0 = all)")
     p.add_argument("--start-run", default="", help="an eval folder of the start adapter to reuse")
     p.add_argument("--name", default="")
     args = p.parse_args()
+    if args.eval == "end" and not args.start_run:  # found out only after the GRPO steps, before
+        p.error(
+            "--eval end is paired with the start adapter's eval: give --start-run DIR, or --eval both"
+        )
     torch.set_num_threads(args.threads)
     device = args.device
+    cap_gpu_memory(args.gpu_memory_fraction, device)
     name = "grpo_from_sft" + (f"_{args.name}" if args.name else "")
     out = RESULTS / name
     shutil.rmtree(out, ignore_errors=True)
@@ -167,7 +192,12 @@ def main() -> None:
     )
     slots = args.questions_per_step * args.group_size
     runner = EnvRunner(
-        data.tasks, env, max_new_tokens=args.max_new_tokens, max_context_tokens=2048, slots=slots
+        data.tasks,
+        env,
+        max_new_tokens=args.max_new_tokens,
+        max_context_tokens=2048,
+        slots=slots,
+        think_budget=args.think_budget,
     )
     sets = {k: data.held[k] for k in args.eval_sets.split(",")}
     start_run = Path(args.start_run) if args.start_run else out / "eval-start"
@@ -178,6 +208,7 @@ def main() -> None:
         device=device,
         batch=args.eval_batch,
         max_new_tokens=args.max_new_tokens,
+        think_budget=args.think_budget,
     )
     eval_s = 0.0
     if args.eval == "both":  # first: its time sizes the end eval's share of --budget-s
@@ -248,6 +279,8 @@ def main() -> None:
         max_context_tokens=2048,
         teacher_starts=args.teacher_starts,
         teacher_data=args.teacher_data,
+        kl_coef=args.kl_coef,
+        think_budget=args.think_budget,
     )
     deadline_s = args.deadline_s
     if args.budget_s:
@@ -347,6 +380,7 @@ def held_out_run(
     device: str,
     batch: int,
     max_new_tokens: int = 96,
+    think_budget: int = 0,
 ) -> None:
     """Greedy episodes on the held-out sets, written by the harness behind `wikisim eval --policy DIR`."""
     from agent.eval.harness import EvalConfig, evaluate
@@ -360,7 +394,10 @@ def held_out_run(
     )
     tok, model = load_local(policy_dir)
     policy = TransformersPolicy(
-        tok, model.to(device), name=Path(policy_dir).name, sampling=SamplingConfig(batch_size=batch)
+        tok,
+        model.to(device),
+        name=Path(policy_dir).name,
+        sampling=SamplingConfig(batch_size=batch, think_budget=think_budget),
     )
     cfg = build_config(
         EvalConfig,

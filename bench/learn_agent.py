@@ -523,6 +523,24 @@ def add_question_groups(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_gpu_memory_fraction(p: argparse.ArgumentParser) -> None:
+    """`--gpu-memory-fraction` (this bench and grpo_from_sft.py): runs side by side on one GPU."""
+    p.add_argument(
+        "--gpu-memory-fraction",
+        type=float,
+        default=0.0,
+        help="cap this process's share of the GPU (seeds run side by side: 0.3 each); "
+        "past it the allocator frees its cache before failing (0: no cap)",
+    )
+
+
+def cap_gpu_memory(fraction: float, device: str) -> None:
+    """At most `fraction` of the GPU for this process (0: no cap; off CUDA, nothing)."""
+    if fraction and device.startswith("cuda"):
+        # "cuda" names no index: None is the current device (torch rejects the bare name)
+        torch.cuda.set_per_process_memory_fraction(fraction, torch.device(device).index)
+
+
 #: A share among some episodes or queries, not all: pooled over what it counts (a set with no
 #: correct answer says nothing of how grounded correct answers are, rather than 0).
 POOLED_OVER = {
@@ -796,13 +814,7 @@ def main() -> None:
         help="wall-clock budget of the whole run, shared equally by the seeds left: each "
         "seed's GRPO runs as many of --grpo-steps as fit in its share (0: all of them)",
     )
-    p.add_argument(
-        "--gpu-memory-fraction",
-        type=float,
-        default=0.0,
-        help="cap this process's share of the GPU (seeds run side by side: 0.3 each); "
-        "past it the allocator frees its cache before failing (0: no cap)",
-    )
+    add_gpu_memory_fraction(p)
     p.add_argument(
         "--untrained",
         action=argparse.BooleanOptionalAction,
@@ -879,11 +891,7 @@ def main() -> None:
         if getattr(args, k) is None:
             setattr(args, k, v)
     torch.set_num_threads(args.threads)
-    if args.gpu_memory_fraction and args.device.startswith("cuda"):
-        # "cuda" names no index: None is the current device (torch rejects the bare name)
-        torch.cuda.set_per_process_memory_fraction(
-            args.gpu_memory_fraction, torch.device(args.device).index
-        )
+    cap_gpu_memory(args.gpu_memory_fraction, args.device)
     name = (
         args.name
         or {"quick": "learn_agent_quick", "cpu": "learn_agent_cpu", "gpu": "learn_agent"}[
