@@ -159,11 +159,15 @@ def test_fixed_shapes_take_bf16_steps_over_an_fp32_past_as_the_growing_cache_doe
     """GRPO's model on a GPU is prepared by Accelerate for bf16, so its forward runs under
     autocast: a decode step's keys are bf16 while the prefilled past is fp32. The fixed-shape
     buffers take them in their own dtype, as the growing cache does (an H200 run crashed here,
-    `index_copy_` refusing the mix), and sample what it samples."""
-    from accelerate import Accelerator
+    `index_copy_` refusing the mix), and sample what it samples. The forward is wrapped as
+    `Accelerator(mixed_precision="bf16").prepare` wraps it, without the process-wide state an
+    Accelerator would leave behind for the other tests."""
+    from accelerate.utils import convert_outputs_to_fp32
 
     tok, model = tiny_model(1)
-    model = Accelerator(cpu=True, mixed_precision="bf16").prepare(model)
+    model.forward = convert_outputs_to_fp32(
+        torch.autocast("cpu", dtype=torch.bfloat16)(model.forward)
+    )
     turns: dict[bool, list[list[tuple[int, ...]]]] = {}
     for fixed in (False, True):
         policy = TransformersPolicy(
