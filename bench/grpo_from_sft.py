@@ -175,7 +175,7 @@ def main() -> None:
     p.add_argument("--start-run", default="", help="an eval folder of the start adapter to reuse")
     p.add_argument("--name", default="")
     args = p.parse_args()
-    if args.eval == "end" and not args.start_run:  # found out only after the GRPO steps, before
+    if args.eval == "end" and not args.start_run:  # else it fails after the GRPO steps
         p.error(
             "--eval end is paired with the start adapter's eval: give --start-run DIR, or --eval both"
         )

@@ -913,9 +913,8 @@ def main() -> None:
             parts[0]["baseline"],
             runs,
             {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
-            combined_wall(parts),
-            name,
-            span=spans_cover(parts),
+            *combined_wall(parts),
+            name=name,
         )
         return
     t0, started = time.perf_counter(), time.time()
@@ -950,30 +949,24 @@ def main() -> None:
         runs,
         times,
         time.perf_counter() - t0,
+        [started, time.time()],
         name,
-        span=[started, time.time()],
     )
 
 
-def combined_wall(parts: list[dict]) -> float:
-    """The wall time of runs merged by `--combine`: the union of their spans (seeds side by side
-    overlap, seeds run one after another add up); for results written without spans, the longest
-    part, as if side by side."""
-    spans = [p.get("span") for p in parts]
-    if not all(spans):
-        return max(p["wall_s"] for p in parts)
+def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:
+    """The wall time of runs merged by `--combine`, the union of their spans (seeds side by side
+    overlap, seeds run one after another add up), and the span from the first start to the last
+    end; for results written without spans, the longest part (as if side by side) and no span."""
+    if not all(p.get("span") for p in parts):
+        return max(p["wall_s"] for p in parts), None
+    spans = sorted((p["span"][0], p["span"][1]) for p in parts)
     total, end = 0.0, float("-inf")
-    for a, b in sorted(tuple(x) for x in spans if x):
+    for a, b in spans:
         if b > end:
             total += b - max(a, end)
             end = b
-    return total
-
-
-def spans_cover(parts: list[dict]) -> list[float] | None:
-    """From the first part's start to the last one's end, where every part has a span."""
-    spans = [p.get("span") for p in parts]
-    return [min(x[0] for x in spans if x), max(x[1] for x in spans if x)] if all(spans) else None
+    return total, [spans[0][0], end]
 
 
 def stage_times(times: dict, runs: list[dict]) -> dict:
@@ -990,8 +983,8 @@ def report(
     runs: list[dict],
     times: dict,
     wall: float,
+    span: list[float] | None,
     name: str,
-    span: list[float] | None = None,
 ) -> None:
     """Summary, JSON and plot of the runs; prints the tables and, last, the one-line JSON."""
     summary = summarize(runs, baseline)

@@ -128,6 +128,6 @@ def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -
     after = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 5.0, "span": [20.0, 25.0]}]
     beside = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 8.0, "span": [1.0, 9.0]}]
     overlap = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 10.0, "span": [5.0, 15.0]}]
-    assert wall(after) == 15.0 and wall(beside) == 10.0 and wall(overlap) == 15.0
-    assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == 10.0  # older results
-    assert bench["spans_cover"](after) == [0.0, 25.0]
+    assert wall(after) == (15.0, [0.0, 25.0]) and wall(beside) == (10.0, [0.0, 10.0])
+    assert wall(overlap) == (15.0, [0.0, 15.0])
+    assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == (10.0, None)  # older
