@@ -59,6 +59,7 @@ from learn_agent import (  # noqa: E402
     ENV,
     add_gpu_memory_fraction,
     add_question_groups,
+    add_retrieval_bonus,
     cap_gpu_memory,
     load_data,
 )
@@ -113,6 +114,7 @@ def main() -> None:
     )
     p.add_argument("--questions-per-step", type=int, default=2)
     add_question_groups(p)
+    add_retrieval_bonus(p)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument(
@@ -280,6 +282,7 @@ def main() -> None:
         teacher_starts=args.teacher_starts,
         teacher_data=args.teacher_data,
         kl_coef=args.kl_coef,
+        retrieval_bonus=args.retrieval_bonus,
         think_budget=args.think_budget,
     )
     deadline_s = args.deadline_s

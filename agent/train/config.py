@@ -150,6 +150,9 @@ class GRPOConfig(TrainConfig):
     )
     grounded_only: bool = False  # an answer not read in an observation earns no reward: on a small
     # training set GRPO otherwise learns to recall its answers and stop searching
+    retrieval_bonus: float = 0.0  # added to the reward of a rollout whose own tool calls put a
+    # gold answer in an observation (metrics["retrieved"]): the answer reward pays only reading, so
+    # without it nothing holds up the searching that reading needs
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
     shared_prefix: bool = True  # a question's rows run past the prefix they share (prompt, teacher
     # turns), whose forward and backward run once per group (agent.train.prefix; one process only)
@@ -223,6 +226,7 @@ class GRPOConfig(TrainConfig):
             clip_eps=self.clip_eps,
             kl_coef=self.kl_coef,
             format_penalty=self.format_penalty,
+            retrieval_bonus=self.retrieval_bonus,
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
             question_rollouts=self.question_rollouts,

@@ -9,6 +9,7 @@ the trainer keeps in sync (`agent.train.weight_sync`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import gymnasium as gym
 from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig
+from agent.train.sft import gold_retrieved
 from agent.train.starts import StartedPolicy, Starts
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
@@ -126,6 +128,20 @@ class EnvRunner:
         ]
         return rollout(self.envs, policy, jobs, budget=self.budget)
 
+    def retrievals(self, trajs: Sequence[Trajectory]) -> list[Trajectory]:
+        """The trajectories with `metrics["retrieved"]`: 1.0 when the policy's own searching put a
+        gold answer in an observation (`gold_retrieved`; GRPOConfig.retrieval_bonus pays it)."""
+        return [
+            dataclasses.replace(
+                t,
+                metrics={
+                    **t.metrics,
+                    "retrieved": float(gold_retrieved(t, self.tasks.get(t.task_id).answers)),
+                },
+            )
+            for t in trajs
+        ]
+
     def sampler(
         self, tokenizer: Any, server: str = "", server_model: str = "policy"
     ) -> Callable[..., list[Trajectory]]:
@@ -161,7 +177,7 @@ class EnvRunner:
                     chat=chat,
                 )
                 try:
-                    return self.run(remote, task_ids, n, seed, starts)
+                    return self.retrievals(self.run(remote, task_ids, n, seed, starts))
                 finally:
                     remote.close()
             policy = TransformersPolicy(
@@ -175,7 +191,7 @@ class EnvRunner:
                 ),
             )
             try:
-                return self.run(policy, task_ids, n, seed, starts)
+                return self.retrievals(self.run(policy, task_ids, n, seed, starts))
             finally:
                 model.train()
                 # a size that ran out of memory stays down for the next steps

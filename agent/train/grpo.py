@@ -77,6 +77,7 @@ CURVES = (
     "tool_calls",
     "truncated_share",
     "grounded_share",
+    "retrieved_share",
     "adv_std",
     "grad_norm",
     "loss",
@@ -107,7 +108,18 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "truncated_share": float(sum(t.truncated for t in trajs)),
         "answered_share": float(sum(t.answer is not None for t in trajs)),
         "grounded_share": float(sum(map(answer_observed, trajs))),
+        "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
     }
+
+
+def retrieved(t: Trajectory) -> float:
+    """`metrics["retrieved"]` as the sampler set it (`EnvRunner.retrievals`)."""
+    if "retrieved" not in t.metrics:
+        raise ConfigError(
+            f"retrieval_bonus needs the sampler to set metrics['retrieved'] (EnvRunner's does); "
+            f"the rollout of {t.task_id!r} has only {sorted(t.metrics)}"
+        )
+    return t.metrics["retrieved"]
 
 
 def advantages_for(
@@ -117,6 +129,10 @@ def advantages_for(
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     if cfg.grounded_only:
         rewards = rewards * torch.tensor([answer_observed(t) for t in trajs], dtype=torch.float32)
+    if cfg.retrieval_bonus:
+        rewards = rewards + cfg.retrieval_bonus * torch.tensor(
+            [retrieved(t) for t in trajs], dtype=torch.float32
+        )
     if cfg.format_penalty:
         rewards = apply_format_penalty(
             rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty

@@ -53,6 +53,13 @@ def answer_observed(t: Trajectory) -> bool:
     )
 
 
+def gold_retrieved(t: Trajectory, golds: Sequence[str]) -> bool:
+    """A gold answer reached an observation of one of the policy's own tool calls (a teacher's
+    replayed turns do not count) before its own turns named it: what its searching found."""
+    own = [(u.text, u.observation) for u in t.turns if not u.forced]
+    return any(read_not_guessed(g, own) for g in golds)
+
+
 @dataclass(frozen=True)
 class RejectionReport:
     """Per question: trajectories tried and kept (after dedup)."""

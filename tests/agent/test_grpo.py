@@ -28,6 +28,7 @@ from agent.train.losses import (
     policy_gradient_loss,
     token_logprobs,
 )
+from wikisim.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,25 @@ def test_grounded_only_gives_no_reward_to_an_answer_never_observed(tok, tmp_path
     assert torch.allclose(plain, torch.tensor([2 / 3, 2 / 3, -2 / 3, -2 / 3]))
     # rewards 1, 0, 0, 0: the recalled answer now counts as a wrong one
     assert torch.allclose(gated, torch.tensor([1, -1 / 3, -1 / 3, -1 / 3]))
+
+
+def test_retrieval_bonus_pays_the_searching_that_put_a_gold_answer_on_screen(tok, tmp_path):
+    # four wrong answers (reward 0); rollouts 0 and 1 found a gold answer, 2 and 3 did not
+    trajs = [
+        dataclasses.replace(t, metrics={**t.metrics, "retrieved": float(i < 2)})
+        for i, t in enumerate(group(tok, [0.0, 0.0, 0.0, 0.0]))
+    ]
+    assert rollout_stats(trajs)["retrieved_share"] == 2.0
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    plain, _ = advantages_for(trajs, cfg)
+    assert not plain.any()  # the answer reward alone ties: nothing to learn from this group
+    paid, _ = advantages_for(trajs, dataclasses.replace(cfg, retrieval_bonus=0.25))
+    assert torch.allclose(paid, torch.tensor([1, 1, -1, -1]) * 0.25 * 2 / 3)
+    unmarked = group(tok, [0.0, 0.0, 0.0, 0.0])  # a sampler that does not say what it retrieved
+    with pytest.raises(ConfigError, match="retrieved"):
+        advantages_for(unmarked, dataclasses.replace(cfg, retrieval_bonus=0.25))
+    with pytest.raises(ConfigError, match="retrieval_bonus"):
+        GRPOConfig(output_dir=str(tmp_path), retrieval_bonus=-0.1)
 
 
 def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):

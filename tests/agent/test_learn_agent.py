@@ -19,7 +19,7 @@ from agent.rollout.trajectory import read_trajectories, write_trajectories
 from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
-from agent.train.sft import answer_observed, rejection_sample, train_sft
+from agent.train.sft import answer_observed, gold_retrieved, rejection_sample, train_sft
 from agent.train.starts import teacher_starts
 from agent.train.teachers import ResearchTeacher
 from wikisim.env.config import EnvConfig
@@ -194,6 +194,12 @@ def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
             assert set(mask[at : at + len(u.ids)]) <= {int(not u.forced)}
             at += len(u.ids) + len(u.observation_ids)
         assert sum(mask) == sum(len(u.ids) for u in t.turns[n:]) > 0
+        # the teacher's observations hold the answer (its data is grounded), but what the policy
+        # retrieved is what its own calls brought back
+        if not any(u.observation for u in t.turns[n:]):
+            assert t.metrics["retrieved"] == 0.0
+        assert t.metrics["retrieved"] == float(gold_retrieved(t, tasks.get(task_id).answers))
+    assert answer_observed(teacher)
     assert res.history[0]["policy_tokens"] == sum(sum(t.loss_mask()) for t in batches[0])
     saved = read_trajectories(tmp_path / "grpo" / "rollouts" / "step-00001.rank0.jsonl")
     assert [t.canonical() for t in saved] == [t.canonical() for t in batches[0]]

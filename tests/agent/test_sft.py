@@ -15,6 +15,7 @@ from agent.train.loop import collate, read_metrics
 from agent.train.losses import masked_nll, token_logprobs
 from agent.train.sft import (
     cap_direct,
+    gold_retrieved,
     rejection_sample,
     sft_loss,
     train_sft,
@@ -84,6 +85,20 @@ def cfg(tmp_path, **kw) -> SFTConfig:
         cpu=True,
     )
     return SFTConfig(**{**base, **kw})
+
+
+def test_gold_retrieved_counts_only_the_policys_own_calls_and_not_a_guess(tok):
+    t = make_traj(tok, "q", "Paris", reward=0.0)  # its search's observation reads "q is Paris."
+    assert gold_retrieved(t, ["paris", "Lutetia"])
+    assert not gold_retrieved(t, ["Lyon"])
+    started = dataclasses.replace(
+        t, turns=(dataclasses.replace(t.turns[0], forced=True), *t.turns[1:])
+    )
+    assert not gold_retrieved(started, ["Paris"])  # a teacher's replayed search found it
+    guessed = dataclasses.replace(
+        t, turns=(dataclasses.replace(t.turns[0], text="search Paris"), *t.turns[1:])
+    )
+    assert not gold_retrieved(guessed, ["Paris"])  # the query named it before it was read
 
 
 def test_rejection_sample_keeps_correct_distinct_and_reports(tok):
