@@ -14,7 +14,8 @@ The real model the package ships, its own tokenizer and chat template, the real 
      its 8-13 in-band questions 2.5-7 groups each, their training reward rose 0.3 -> 0.5-0.7 and
      held-out EM moved +0.011), with the env's F1 reward
      (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
-     observation (`--no-grounded-only` pays recall too), at temperature 0.7; with
+     observation (`--no-grounded-only` pays recall too; `--retrieval-bonus B` pays B more to a
+     rollout whose own searches put a gold answer on screen), at temperature 0.7; with
      `--teacher-starts S`, a share S of the groups start from the teacher's own episode just
      before its answer (`agent.train.starts`: the page is read, the policy answers from there);
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
