@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from wikisim.corpus import Page, read_pages
+from wikisim.corpus.page import normalize_title, title_to_url
 from wikisim.errors import CorpusError
 from wikisim.paths import DATA_DIR, QA_DIR
 
@@ -92,6 +93,18 @@ def test_hotpotqa_corpus_dict_of_sentences() -> None:
     first_title = next(iter(corpus))
     assert pages[0].title == first_title
     assert pages[0].text == " ".join("".join(corpus[first_title]).split())
+
+
+def test_titles_decode_character_references_as_mediawiki_does() -> None:
+    """HotpotQA writes "Lilo &amp; Stitch"; MediaWiki decodes a reference in a title, so the
+    page, its URL and a link to it all name "Lilo & Stitch"."""
+    pages = {p.title for p in read_pages([QA_DIR / "hotpotqa-train-100-corpus.json"])}
+    assert "Lilo & Stitch" in pages and not any("&amp;" in t for t in pages)
+    assert normalize_title("35&nbsp;mm_film") == "35 mm film"
+    assert normalize_title("Kruskal&ndash;Wallis test") == "Kruskal–Wallis test"
+    assert title_to_url("Simon &amp; Simon") == title_to_url("Simon & Simon")
+    # only a reference with its semicolon is one: these stay as written
+    assert [normalize_title(t) for t in ("AT&T", "Q&amp", "R&B;")] == ["AT&T", "Q&amp", "R&B;"]
 
 
 def test_musique_corpus_list_groups_repeated_titles() -> None:

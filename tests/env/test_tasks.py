@@ -106,6 +106,8 @@ def test_hotpotqa_musique_and_nq_loaders() -> None:
         "https://en.wikipedia.org/wiki/Al%C3%BB",
         "https://en.wikipedia.org/wiki/Lilu_(mythology)",
     )
+    simon = next(t for t in hotpot if t.question.startswith("Simon & Simon"))
+    assert "https://en.wikipedia.org/wiki/Simon_%26_Simon" in simon.evidence  # not "&amp;"
     musique = load_tasks(QA_DIR / "musique-train-100.json")
     assert len(musique) == 100
     assert (

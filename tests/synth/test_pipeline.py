@@ -15,6 +15,7 @@ from wikisim.corpus.page import Page, Redirect
 from wikisim.env.tasks import read_jsonl
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
+from wikisim.index.build import ensure_bundled_index
 from wikisim.paths import DATA_DIR
 from wikisim.synth.expand import ExpandConfig, expand
 from wikisim.synth.factdb import FactDB, ListSource, build_facts
@@ -93,8 +94,11 @@ def test_questions_are_typed_known_kind_unique_and_artifact_free(facts, sample_r
             u.startswith("https://en.wikipedia.org/wiki/") for u in r["evidence"]
         )
         assert r["manifest_hash"] == index.manifest_hash and r["wl_version"].startswith("networkx-")
+    wordings = [" ".join(r["question"].lower().split()) for r in records]
+    assert len(set(wordings)) == len(records)  # distinct subgraphs can word one question alike
     stats = run_stats(facts, sample_run)
     assert stats["cyclic_share"] >= 0.3 and stats["drops"]["search_giveaway"] >= 0
+    assert stats["drops"]["duplicate_question"] > 0
     assert set(stats["uncertainty"]) == set(UNCERTAINTY_KINDS)
     assert set(stats["levels"]) == {"1", "2", "3"}
 
@@ -172,6 +176,18 @@ def test_the_bundled_synthesized_tasks_are_what_this_code_makes(facts, index):
     lines = (DATA_DIR / "tasks" / "synth-sample.jsonl").read_text(encoding="utf-8").splitlines()
     shipped = [comparable(json.loads(line)) for line in lines]
     assert shipped == [comparable(json.loads(json.dumps(r))) for r in run.records]
+
+
+def test_the_bundled_qa_tasks_are_what_this_code_makes(tmp_path):
+    """data/tasks/synth-qa.jsonl (the learning bench's questions) is `wikisim synth --index
+    <sample-qa> --n 600 --seed 0`: its titles, decoded as MediaWiki does, and its wordings,
+    each once, are this code's."""
+    out = tmp_path / "synth-qa.jsonl"
+    args = ["--index", str(ensure_bundled_index("sample-qa")), "--n", "600", "--seed", "0"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    for name in ("synth-qa", "synth-qa-train", "synth-qa-dev", "synth-qa-test"):
+        shipped = (DATA_DIR / "tasks" / f"{name}.jsonl").read_bytes()
+        assert (tmp_path / f"{name}.jsonl").read_bytes() == shipped, name
 
 
 def test_decoys_are_values_of_their_relation(facts, sample_run):

@@ -6,15 +6,23 @@ process: the workers of a parallel build must give byte-identical output.
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
 
 WIKI_URL_PREFIX = "https://en.wikipedia.org/wiki/"
+# a character reference with its semicolon, the only form MediaWiki decodes in a title
+CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z][a-zA-Z0-9]*);")
 
 
 def normalize_title(title: str) -> str:
-    """MediaWiki's canonical form: underscores to spaces, collapsed spaces, first letter upper."""
-    t = " ".join(unquote(title).replace("_", " ").split())
+    """MediaWiki's canonical form: character references decoded (HotpotQA writes "Lilo &amp;
+    Stitch"), underscores to spaces, collapsed spaces, first letter upper."""
+    t = unquote(title)
+    if "&" in t:
+        t = CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), t)
+    t = " ".join(t.replace("_", " ").split())
     t = t.split("#", 1)[0].strip()
     return t[:1].upper() + t[1:] if t else t
 

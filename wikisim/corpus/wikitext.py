@@ -23,7 +23,14 @@ from mwparserfromhell.nodes import (
     Wikilink,
 )
 
-from wikisim.corpus.page import Infobox, Link, Page, Section, normalize_title
+from wikisim.corpus.page import (
+    CHARACTER_REFERENCE,
+    Infobox,
+    Link,
+    Page,
+    Section,
+    normalize_title,
+)
 from wikisim.corpus.templates import (
     citation_of,
     infobox_type,
@@ -174,7 +181,6 @@ _ATTRS = re.compile(
     re.IGNORECASE,
 )
 _EMPTY_CELLS = re.compile(r"^(?:\s*\|)+\s*|(?:\s*\|)+\s*$|(?<=\|)(?:\s*\|)+")
-_ENTITY = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
 # markup the parser left as text (e.g. a <ref> it could not close because of stray '')
 _LEFT_REF = re.compile(r"<ref[^>]*/>|<ref[^>]*>.*?(</ref>|$)", re.IGNORECASE)
 _LEFT_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?>")
@@ -227,7 +233,7 @@ def clean_line(s: str) -> str:
     if not _NEEDS_TIDY.search(s):
         return s
     if "&" in s:  # entities escaped twice in the dump survive the parser as text
-        s = _ENTITY.sub(lambda m: html.unescape(m.group(0)), s).replace("\u00a0", " ")
+        s = CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), s).replace("\u00a0", " ")
     if "<" in s:
         s = _LEFT_TAG.sub("", _LEFT_REF.sub("", s))
     if "=" in s:

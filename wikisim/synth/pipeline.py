@@ -125,6 +125,10 @@ class SynthRun:
     sampler_stats: dict[str, int]
 
 
+def _wording(record: dict[str, Any]) -> str:
+    return " ".join(record["question"].lower().split())
+
+
 def generate(
     db: FactDB,
     config: SynthConfig,
@@ -141,6 +145,7 @@ def generate(
     records: list[dict[str, Any]] = []
     subs: list[Subgraph] = []
     drops: Counter = Counter()
+    asked: set[str] = set()  # distinct subgraphs can still word the same question
     attempts = 0
     pool = None
     if config.workers > 1:
@@ -160,6 +165,13 @@ def generate(
                     subs.append(r.sub)
                 kept = [q for q in r.questions if giveaway is None or not giveaway(q)]
                 drops["search_giveaway"] += len(r.questions) - len(kept)
+                fresh = []
+                for q in kept:
+                    if _wording(q) not in asked:
+                        asked.add(_wording(q))
+                        fresh.append(q)
+                drops["duplicate_question"] += len(kept) - len(fresh)
+                kept = fresh
                 take = kept[: config.n - len(records)]
                 records.extend(take)
                 bar.update(len(take))
