@@ -8,14 +8,18 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from wikisim.errors import ConfigError, CorpusError, IndexNotBuiltError
+from wikisim.index import build as build_module
+from wikisim.index import manifest as manifest_module
 from wikisim.index import open_index
 from wikisim.index.build import build, ensure_bundled_index
 from wikisim.index.layout import building_dir
+from wikisim.index.manifest import read_manifest
 from wikisim.paths import DATA_DIR, REPO_ROOT, SAMPLE_DUMP
 
 SPARSE = {"dense": False, "lucene": False, "progress": False}
@@ -132,6 +136,22 @@ def test_rebuild_replaces_an_index_and_sample_index_is_cached(small, tmp_path) -
     mtime = (first / "manifest.json").stat().st_mtime_ns
     assert ensure_bundled_index() == first and (first / "manifest.json").stat().st_mtime_ns == mtime
     assert "lucene" in open_index(first).retrievers
+
+
+def test_a_cached_bundled_index_other_software_built_is_rebuilt(monkeypatch) -> None:
+    """After an upgrade that parses the same dump to other pages (a new PARSER) or a package
+    that ranks otherwise, the bundled index is rebuilt rather than served stale."""
+    monkeypatch.setitem(build_module.BUNDLED_INDEXES, "tiny", (SMALL,))
+    monkeypatch.setattr(build_module, "build", partial(build, lucene=False))
+    first = ensure_bundled_index("tiny")
+    mtime = (first / "manifest.json").stat().st_mtime_ns
+    assert ensure_bundled_index("tiny") == first
+    assert (first / "manifest.json").stat().st_mtime_ns == mtime  # this software's: reused
+    monkeypatch.setattr(manifest_module, "PARSER", manifest_module.PARSER + 1)
+    assert ensure_bundled_index("tiny") == first
+    rebuilt = read_manifest(first)
+    assert (first / "manifest.json").stat().st_mtime_ns != mtime
+    assert rebuilt["versions"]["wikisim-parser"] == str(manifest_module.PARSER)
 
 
 def test_processes_starting_together_take_the_cache_lock_in_turn(tmp_path) -> None:

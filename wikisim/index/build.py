@@ -485,11 +485,18 @@ BUNDLED_INDEXES: dict[str, tuple[Path, ...]] = {
 }
 
 
+def _built_by_this_software(manifest: dict[str, Any]) -> bool:
+    """A cached index is reused only as this software would build it (another parser or package
+    version can give other pages or rankings: an upgrade rebuilds, never serves stale pages)."""
+    versions = {k: v for k, v in manifest.get("versions", {}).items() if k != "embedding_model"}
+    return manifest.get("format") == FORMAT and versions == package_versions()
+
+
 def ensure_bundled_index(name: str = "sample", dense: bool = False) -> Path:
     """A bundled index (`BUNDLED_INDEXES`) built into the cache once (bm25s and Lucene; dense if asked).
 
-    A dense build also serves sparse callers, so it is reused when present; one in an
-    older format is rebuilt.
+    A dense build also serves sparse callers, so it is reused when present; one that other
+    software built (format, parser or package versions) is rebuilt.
     """
     if name not in BUNDLED_INDEXES:
         raise ConfigError(f"no bundled index {name!r}; bundled: {sorted(BUNDLED_INDEXES)}")
@@ -499,7 +506,7 @@ def ensure_bundled_index(name: str = "sample", dense: bool = False) -> Path:
     )
     with cache_lock(f"index-{name}"):
         for path in candidates:
-            if (path / MANIFEST).is_file() and read_manifest(path).get("format") == FORMAT:
+            if (path / MANIFEST).is_file() and _built_by_this_software(read_manifest(path)):
                 open_index(path)
                 return path
         out = candidates[-1] if not dense else candidates[0]

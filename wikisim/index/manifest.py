@@ -16,6 +16,9 @@ from typing import Any
 
 MANIFEST = "manifest.json"
 FORMAT = 2  # 2: text stored once, compressed (page store); passages as spans of it
+# wikisim's own parsing, versioned apart from the package (0.1.0 throughout): bumped when the
+# same dump parses to other pages. 2: titles decode character references ("&amp;" -> "&")
+PARSER = 2
 # Packages whose version can change what a built index returns.
 RESULT_PACKAGES = (
     "wikisim",
@@ -34,7 +37,8 @@ RESULT_PACKAGES = (
 
 
 def package_versions(names: Iterable[str] = RESULT_PACKAGES) -> dict[str, str]:
-    out = {}
+    """The software a build is a function of: these packages' versions and wikisim's parser."""
+    out = {"wikisim-parser": str(PARSER)}
     for name in names:
         try:
             out[name] = version(name)
