@@ -7,7 +7,7 @@ from wikisim.synth.attrs import Date, Quantity, life_dates, parse_date, parse_qu
 from wikisim.synth.english import ATTRIBUTES as PHRASED_ATTRIBUTES
 from wikisim.synth.english import RELATIONS as PHRASES
 from wikisim.synth.english import negate
-from wikisim.synth.factdb import FactDB
+from wikisim.synth.factdb import FactDB, ListSource, build_facts
 from wikisim.synth.facts import (
     ATTRIBUTES,
     FIELD_RELATION,
@@ -134,6 +134,47 @@ def test_link_markup_is_not_needed_for_typed_facts():
     )
     # "Zed" is only in the infobox: a reader of the page could not check it, so it is no fact
     assert [(r.relation, r.obj) for r in page_facts(song).rels] == [("artist", ("Yoyo",))]
+
+
+def test_an_agent_named_after_a_descriptor_is_the_later_name():
+    """ "by Hong Kong pop singer Charlene Choi" names Charlene Choi, not Hong Kong (it had made
+    Hong Kong the artist, and a question asked for "the person who recorded" it)."""
+    leads = {
+        "Another Me": "Another Me is the first EP by Hong Kong pop singer Charlene Choi.",
+        "Lucy Crown": "Lucy Crown is a novel by American author Irwin Shaw.",
+        "Barn Jams": "Barn Jams is a song written by Pink Floyd guitarist, David Gilmour.",
+        "The Scream": "The Scream is a 1893 painting created by Norwegian artist Edvard Munch.",
+        "Queen II": "Queen II is the second studio album by the British rock band Queen.",
+        "Blue Sky": "Blue Sky is a 1994 American film directed by Tony Richardson.",
+    }
+    found = {
+        title: [(r.relation, r.obj) for r in page_facts(Page(i, title, lead)).rels]
+        for i, (title, lead) in enumerate(leads.items())
+    }
+    assert found == {
+        "Another Me": [("artist", ("Charlene Choi",))],
+        "Lucy Crown": [("author", ("Irwin Shaw",))],
+        "Barn Jams": [("author", ("David Gilmour",))],
+        "The Scream": [("creator", ("Edvard Munch",))],
+        "Queen II": [("artist", ("Queen",))],
+        "Blue Sky": [("director", ("Tony Richardson",))],
+    }
+
+
+def test_a_law_named_without_a_page_is_no_person(tmp_path):
+    """ "created by the Federal Judiciary Act" had asked for "the person who created" a court."""
+    court = Page(
+        1,
+        "District of Ohio",
+        "The District of Ohio was a federal judicial district of the United States created by "
+        "the Federal Judiciary Act of 1801.",
+    )
+    show = Page(2, "Blue Sky", "Blue Sky is a 1994 American film created by Tony Richardson.")
+    db = build_facts(ListSource((court, show), ()), tmp_path / "facts.sqlite")
+    act = db.by_title("Federal Judiciary Act of 1801") or db.by_title("Federal Judiciary Act")
+    tony = db.by_title("Tony Richardson")
+    assert act is not None and act.kind != PERSON
+    assert tony is not None and tony.kind == PERSON
 
 
 def test_a_lead_number_is_the_pages_only_when_said_of_it():

@@ -25,7 +25,10 @@ from wikisim.synth.facts import DOMAIN, RANGE, fits, page_facts
 from wikisim.synth.kinds import ANSWER_KINDS, CONCEPT, ORG, PERSON, title_kind
 from wikisim.synth.mentions import MentionFinder
 
-SCHEMA_VERSION = "facts-1"
+# the table and what fills it: bumped when the same pages give other facts, so that a cached
+# table (keyed by it) is never read stale. 2: an agent named after a descriptor ("by American
+# author Irwin Shaw") is the later name; a law named without a page is a concept, not a person
+SCHEMA_VERSION = "facts-2"
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE entity(id INTEGER PRIMARY KEY, title TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, noun TEXT NOT NULL,
@@ -218,6 +221,8 @@ def _resolve(db: sqlite3.Connection, max_page: int) -> None:
             kind = CONCEPT  # "influenced by Buddhism": a one-word name is no evidence of a person
         elif _ORG_NAME.search(title):
             kind = ORG  # "produced by Hammer Film Productions": a company, whatever the relation expects
+        elif _LAW_NAME.search(title):
+            kind = CONCEPT  # "created by the Federal Judiciary Act": a law, not a person
         db.execute(
             "INSERT INTO entity(id, title, kind, noun, page) VALUES (?, ?, ?, '', 0)",
             (next_id, title, title_kind(title) or kind or CONCEPT),
@@ -242,6 +247,9 @@ def _resolve(db: sqlite3.Connection, max_page: int) -> None:
         )
 
 
+_LAW_NAME = re.compile(
+    r"\b(?:Act|Treaty|Accords?|Convention|Amendment|Charter|Statute|Ordinance)(?: of \d{4})?$"
+)
 _ORG_NAME = re.compile(
     r"\b(?:Productions|Pictures|Studios|Records|Entertainment|Films|Company|Corporation|Inc|Ltd|Press|Publishing|"
     r"Media|Network|Bank|University|College|School|Society|Association|Party|Club|Council|Institute|Foundation|"

@@ -345,6 +345,16 @@ def category_facts(cats: tuple[str, ...]) -> tuple[list[RelFact], list[AttrFact]
 
 # ---- the lead -------------------------------------------------------------------------------
 _NAME = r"(?P<e>[A-Z][\w'’.\-]*(?:,? (?:[A-Z][\w'’.\-]*|of|the|de|la|von|van))*)"
+# "by Hong Kong pop singer Charlene Choi", "by Pink Floyd guitarist, David Gilmour": an agent
+# named after a descriptor (capitalised words as adjectives, then a role noun) is the later name
+_ROLES = (
+    "singer|singer-songwriter|songwriter|rapper|musician|guitarist|bassist|drummer|pianist|"
+    "band|duo|trio|group|quartet|artist|composer|producer|director|filmmaker|screenwriter|writer|"
+    "author|novelist|poet|playwright|journalist|painter|sculptor|architect|actor|actress|"
+    "comedian|DJ|company|studio|developer|publisher|label|designer|engineer|businessman|"
+    "entrepreneur|philanthropist|politician|scientist|physicist|mathematician|inventor"
+)
+_DESCRIBED = rf"(?:(?:[A-Z][\w'’\-]* )*(?:[a-z][\w\-]* ){{0,3}}?(?:{_ROLES}),? )?"
 _PLACE_NOUNS = (
     "city|town|village|municipality|county|commune|district|province|region|state|river|lake|"
     "mountain|island|suburb|neighbourhood|neighborhood|port|settlement|borough|parish|capital|"
@@ -368,28 +378,32 @@ _LEAD_PATTERNS: tuple[tuple[str, re.Pattern, bool], ...] = tuple(
             False,
         ),
         ("located_in", rf"\blocated (?:in|on) (?:the )?{_NAME}", False),
-        ("founded_by", rf"\bfounded (?:in \d{{4}} )?by (?:the )?{_NAME}", False),
-        ("director", rf"\bdirected by {_NAME}", False),
-        ("author", rf"\b(?:written|authored) by {_NAME}", False),
+        ("founded_by", rf"\bfounded (?:in \d{{4}} )?by (?:the )?{_DESCRIBED}{_NAME}", False),
+        ("director", rf"\bdirected by {_DESCRIBED}{_NAME}", False),
+        ("author", rf"\b(?:written|authored) by {_DESCRIBED}{_NAME}", False),
         (
             "author",
-            rf"\b(?:novel|book|poem|play|short story|essay|treatise|memoir) by {_NAME}",
+            rf"\b(?:novel|book|poem|play|short story|essay|treatise|memoir) by {_DESCRIBED}{_NAME}",
             False,
         ),
-        ("composer", rf"\b(?:composed by|opera by|symphony by|composition by) {_NAME}", False),
+        (
+            "composer",
+            rf"\b(?:composed by|opera by|symphony by|composition by) {_DESCRIBED}{_NAME}",
+            False,
+        ),
         (
             "creator",
-            rf"\b(?:created|invented|designed|developed|painted|discovered) by (?:the )?{_NAME}",
+            rf"\b(?:created|invented|designed|developed|painted|discovered) by (?:the )?{_DESCRIBED}{_NAME}",
             False,
         ),
-        ("creator", rf"\b(?:painting|sculpture|statue|fresco|mural) by {_NAME}", False),
+        ("creator", rf"\b(?:painting|sculpture|statue|fresco|mural) by {_DESCRIBED}{_NAME}", False),
         (
             "artist",
-            rf"\b(?:album|single|song|EP) (?:recorded )?by (?:the )?(?:[a-z]+ )*{_NAME}",
+            rf"\b(?:album|single|song|EP) (?:recorded )?by (?:the )?(?:[a-z]+ )*{_DESCRIBED}{_NAME}",
             False,
         ),
-        ("publisher", rf"\bpublished by (?:the )?{_NAME}", False),
-        ("producer", rf"\bproduced by (?:the )?{_NAME}", False),
+        ("publisher", rf"\bpublished by (?:the )?{_DESCRIBED}{_NAME}", False),
+        ("producer", rf"\bproduced by (?:the )?{_DESCRIBED}{_NAME}", False),
         ("starring", rf"\bstarring {_NAME}", False),
         ("member_of", rf"\b(?:is|was) a (?:founding )?member of (?:the )?{_NAME}", False),
         ("spouse", rf"\b(?:married|wife of|husband of|widow of|widower of) {_NAME}", False),
