@@ -16,13 +16,17 @@ WIKI_URL_PREFIX = "https://en.wikipedia.org/wiki/"
 CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z][a-zA-Z0-9]*);")
 
 
+def decode_references(text: str) -> str:
+    """Character references with their semicolon decoded ("&amp;" -> "&"); a bare "&" stays."""
+    if "&" not in text:
+        return text
+    return CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), text)
+
+
 def normalize_title(title: str) -> str:
     """MediaWiki's canonical form: character references decoded (HotpotQA writes "Lilo &amp;
     Stitch"), underscores to spaces, collapsed spaces, first letter upper."""
-    t = unquote(title)
-    if "&" in t:
-        t = CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), t)
-    t = " ".join(t.replace("_", " ").split())
+    t = " ".join(decode_references(unquote(title)).replace("_", " ").split())
     t = t.split("#", 1)[0].strip()
     return t[:1].upper() + t[1:] if t else t
 

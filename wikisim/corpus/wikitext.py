@@ -8,7 +8,6 @@ in a single pass instead of one `filter_*` pass each.
 from __future__ import annotations
 
 import bisect
-import html
 import re
 from dataclasses import dataclass, field
 
@@ -24,11 +23,11 @@ from mwparserfromhell.nodes import (
 )
 
 from wikisim.corpus.page import (
-    CHARACTER_REFERENCE,
     Infobox,
     Link,
     Page,
     Section,
+    decode_references,
     normalize_title,
 )
 from wikisim.corpus.templates import (
@@ -233,7 +232,7 @@ def clean_line(s: str) -> str:
     if not _NEEDS_TIDY.search(s):
         return s
     if "&" in s:  # entities escaped twice in the dump survive the parser as text
-        s = CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), s).replace("\u00a0", " ")
+        s = decode_references(s).replace("\u00a0", " ")
     if "<" in s:
         s = _LEFT_TAG.sub("", _LEFT_REF.sub("", s))
     if "=" in s:
