@@ -10,7 +10,7 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      on the ones it sometimes solves, tops up with unprobed candidates, and starts unprobed when
      none is in the band;
   3. GRPO (`agent.train.grpo.train_grpo`) with the env's reward (`--reward em|f1`), `--steps` of
-     them or, with `--deadline-s`, as many as fit that wall-clock budget (timed on the first 2);
+     them or, with `--deadline-s`, as many as fit that wall-clock budget (at the pace so far);
      per step: training solve rate, mean reward, share of rollouts with a nonzero advantage,
      gradient norm (the run's curves.png plots them); at the end, how far the adapter moved;
      with `--teacher-starts S --teacher-data FILE` (e.g. learn_agent's SEED/sft_data.jsonl), a
@@ -68,7 +68,7 @@ from safetensors.torch import load_file  # noqa: E402
 from agent.rollout.models import is_adapter, load_local  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
-from agent.train.grpo import GRPOResult, ProbeStart, probe_start, train_grpo  # noqa: E402
+from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.starts import read_starts  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -291,7 +291,13 @@ def main() -> None:
         deadline_s = min(deadline_s or left, left)
         print(f"GRPO deadline {deadline_s:.0f}s of the {args.budget_s:.0f}s budget", flush=True)
     t0 = time.perf_counter()
-    result = grpo_within(cfg, candidates, sampler, start.prior, deadline_s)
+    result = train_grpo(
+        cfg,
+        candidates,
+        sampler,
+        prior=start.prior,
+        deadline=t0 + deadline_s if deadline_s else None,
+    )
     grpo_s = time.perf_counter() - t0
     keys = (
         "solve_rate",
@@ -342,22 +348,6 @@ def main() -> None:
             }
         )
     )
-
-
-def grpo_within(
-    cfg: GRPOConfig, task_ids: list[str], sampler, prior: dict | None, deadline_s: float
-) -> GRPOResult:
-    """`cfg.steps` GRPO steps or, with a deadline, as many as fit it (at least 2, timed on the first 2)."""
-    if not deadline_s or cfg.steps <= 2:
-        return train_grpo(cfg, task_ids, sampler, prior=prior)
-    t0 = time.perf_counter()
-    first = train_grpo(cfg, task_ids, sampler, prior=prior, stop_after=2)
-    per_step = (time.perf_counter() - t0) / len(first.history)
-    fit = 2 + int((deadline_s - (time.perf_counter() - t0)) / per_step)
-    print(f"GRPO: {per_step:.0f}s a step; {min(cfg.steps, fit)} steps fit {deadline_s:.0f}s")
-    cfg = dataclasses.replace(cfg, steps=max(2, min(cfg.steps, fit)), resume=True)
-    rest = train_grpo(cfg, task_ids, sampler, prior=prior)
-    return dataclasses.replace(rest, history=[*first.history, *rest.history])
 
 
 def teacher_solvable(

@@ -642,13 +642,20 @@ def train_grpo(
     dev_ids: Sequence[str] = (),
     tags: dict[str, dict[str, str]] | None = None,
     prior: dict[str, float] | None = None,
-    stop_after: int | None = None,
+    deadline: float | None = None,
 ) -> GRPOResult:
-    """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring."""
+    """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring.
+
+    `deadline` (a `time.perf_counter()` value) ends the run after the step past which one more,
+    at this call's mean pace with its dev evals, would end later; at least one step runs. The
+    pace is measured as the run goes, because a step's cost varies several-fold with its
+    groups (a teacher's start shares most of its tokens, a scratch group few).
+    """
     if not task_ids:
         raise ConfigError("GRPO needs training questions; the task set is empty")
     r = _prepare(cfg, task_ids, tags, prior)
     history: list[dict[str, Any]] = []
+    began = time.perf_counter()
     for step in range(r.start, cfg.steps):
         t0 = time.perf_counter()
         record = _train_step(r, sampler, task_ids, step)
@@ -677,22 +684,31 @@ def train_grpo(
         )
         r.run.log(record)
         history.append(record)
-        stopping = bool(stop_after) and len(history) >= (stop_after or 0)
-        if (cfg.save_every and done % cfg.save_every == 0) or done == cfg.steps or stopping:
+        out_of_time = deadline is not None and _past(
+            r.accelerator, deadline, (time.perf_counter() - began) / len(history)
+        )
+        last = done == cfg.steps or out_of_time
+        if (cfg.save_every and done % cfg.save_every == 0) or last:
             r.run.save(done, {"curriculum": r.curriculum.state_dict() if r.curriculum else None})
-        if stopping:
-            return GRPOResult(
-                final_dir="",
-                history=history,
-                steps=done,
-                weight_syncs=r.sync.history if r.sync else [],
-            )
+        if last:
+            break
     final = r.run.save_final(r.model, r.tokenizer)
     if r.accelerator.is_main_process:
         plot_curves(r.run.metrics_path, r.run.root / "curves.png", CURVES)
     return GRPOResult(
         final_dir=str(final),
         history=history,
-        steps=cfg.steps,
+        steps=r.start + len(history),
         weight_syncs=r.sync.history if r.sync else [],
     )
+
+
+def _past(accelerator: Any, deadline: float, pace: float) -> bool:
+    """Whether one more step at `pace` seconds would end after `deadline`, as the main process
+    sees it (every process must stop at the same step)."""
+    verdict = [time.perf_counter() + pace > deadline]
+    if accelerator.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        broadcast_object_list(verdict)
+    return bool(verdict[0])

@@ -24,12 +24,12 @@ from agent.rollout.policies.transformers_policy import SamplingConfig, Transform
 from agent.rollout.react import ChatFormat
 from agent.rollout.trajectory import Trajectory, Turn
 from agent.train.config import GRPOConfig
-from agent.train.grpo import train_grpo
+from agent.train.grpo import GRPOResult, train_grpo
 
 QUESTIONS = [f"q{i}" for i in range(8)]
 
 
-def main(out: Path, steps: int) -> None:
+def run(out: Path, steps: int, deadline: float | None = None) -> GRPOResult:
     cfg = GRPOConfig(
         output_dir=str(out),
         seed=3,
@@ -82,9 +82,9 @@ def main(out: Path, steps: int) -> None:
         model.train()
         return trajs
 
-    train_grpo(cfg, QUESTIONS, sample)
+    return train_grpo(cfg, QUESTIONS, sample, deadline=deadline)
 
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    main(Path(sys.argv[1]), int(sys.argv[2]))
+    run(Path(sys.argv[1]), int(sys.argv[2]))

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import time
+from pathlib import Path
 
+import grpo_worker
 import pytest
 import torch
 from test_sft import make_traj
@@ -329,3 +332,12 @@ def test_probed_pass_rates_start_the_curriculum_on_questions_sometimes_solved(to
         sampler, None, ["never", "half"], questions=0, samples=3, seed=0, temperature=1.0
     )
     assert none.in_band == [] and none.prior is None
+
+
+def test_a_deadline_ends_grpo_after_a_whole_step_and_saves_it(tmp_path):
+    late = grpo_worker.run(tmp_path / "late", steps=3, deadline=time.perf_counter())
+    assert late.steps == 1 and len(late.history) == 1
+    assert Path(late.final_dir, "config.json").is_file()
+    assert (tmp_path / "late" / "checkpoints" / "step-1").is_dir()  # resumable from there
+    ample = grpo_worker.run(tmp_path / "ample", steps=2, deadline=time.perf_counter() + 3600)
+    assert ample.steps == 2 and [r["loss"] for r in ample.history][:1] == [late.history[0]["loss"]]
