@@ -51,7 +51,7 @@ def _sample(smol, budget: int, fixed: bool) -> list[tuple[list[int], list[float]
         temperature=1.0, batch_size=3, fixed_shapes=fixed, think_budget=budget
     )
     policy = TransformersPolicy(tok, model, sampling=sampling)
-    return policy.generate([list(prompt)] * 3, [48] * 3, [11, 12, 13])
+    return policy.generate([list(prompt)] * 3, [24] * 3, [11, 12, 13])
 
 
 @pytest.mark.parametrize("fixed", [False, True])
