@@ -402,6 +402,7 @@ def held_out_run(
             "batch_size": batch,
             "max_new_tokens": max_new_tokens,
             "max_context_tokens": 2048,
+            "think_budget": think_budget,  # recorded, so `wikisim eval` replays the same run
         },
     )
     evaluate(cfg, where, policy=policy, progress=False)
