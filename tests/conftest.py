@@ -19,12 +19,12 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Never read or write the user's cache from tests (`WIKISIM_TEST_CACHE` names one to reuse across runs).
 
     pytest-xdist's workers share one cache (the session's base temp is one folder per worker,
-    under a common parent): what the cache holds is built under `cache_lock`, so the bundled
-    index and the converted SmolLM2 are made once per run, not once per worker.
+    under a common parent; `cache_dir()` creates it): what the cache holds is built under
+    `cache_lock`, so the bundled index and the converted SmolLM2 are made once per run, not once
+    per worker.
     """
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    (shared / "wikisim-cache").mkdir(exist_ok=True)
     os.environ["WIKISIM_CACHE"] = os.environ.get("WIKISIM_TEST_CACHE") or str(
         shared / "wikisim-cache"
     )
