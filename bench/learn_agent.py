@@ -408,10 +408,15 @@ class Bench:
         res["time_s"]["rejection"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         cpu = self.device == "cpu"
-        scfg = SFTConfig(
+        scfg = SFTConfig(  # its config.yaml replays this SFT: `wikisim train sft --config`
             output_dir=str(out / "sft"),
             seed=seed,
             model="smollm2",
+            env=self.env,
+            teacher=a.teacher,
+            samples_per_question=a.samples_per_question,
+            direct_share=a.direct_share,
+            trajectories=str(out / "sft_data.jsonl"),
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
             lr=a.sft_lr,
