@@ -869,7 +869,7 @@ def main() -> None:
         "eval_limit": 12,
         "sft_questions": 0,
         "samples_per_question": 1,
-        "sft_steps": 16,
+        "sft_steps": 16,  # 16, 48 and 108 steps score alike on 96 held-out questions (README)
         "sft_batch": 4,
         "grpo_steps": 20,
         "questions_per_step": 2,
