@@ -26,8 +26,15 @@ run time), and the first 70 HotpotQA and MuSiQue train items, less any whose ans
 held-out question's. Held out, each reported apart: the synthesized test and dev splits, the
 bundled `sample.jsonl`, and the last 30 HotpotQA and MuSiQue items. One index holds the 2014
 sample and the HotpotQA and MuSiQue corpora (bm25s, built once).
-Env options for a small model's context: 3 results per search, 150-token extracts, the
-compact system prompt (same turn format); the paper's defaults are otherwise unchanged.
+The method is `configs/learn/sft.yaml` and `grpo.yaml`'s (the flags' defaults come from them, so
+this bench and `wikisim train sft|grpo --config configs/learn/...` run one method): the
+research-known teacher; env options for a small model's context (3 results per search,
+150-token extracts, the compact system prompt, the same turn format, 4 turns of at most 128
+tokens, a think closed after 56 tokens; the paper's defaults are otherwise unchanged); GRPO's F1
+paid only for an answer read in an observation, the retrieval bonus, the format penalty, the KL
+penalty to the SFT weights and half the groups started from a teacher episode. Only the sizes
+(steps, batches, questions) are the profiles' own, and GRPO's learning rate (3e-4 for 2-question
+steps; the config's 2e-4 is for its 8-question ones).
 
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, <= 15 min on 2 cores
     .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds in 2 hours on 2 cores
@@ -62,6 +69,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
+import yaml  # noqa: E402
 
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
 from agent.eval.metrics import think_closes  # noqa: E402
@@ -86,19 +94,24 @@ from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
-from wikisim.paths import QA_DIR  # noqa: E402
+from wikisim.paths import QA_DIR, REPO_ROOT  # noqa: E402
 from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
 from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
+
+
+def _recipe(stage: str) -> dict[str, Any]:
+    return yaml.safe_load((REPO_ROOT / "configs" / "learn" / f"{stage}.yaml").read_text("utf-8"))
+
+
+# The method (env context, teacher, GRPO's shaping) is configs/learn/*.yaml's, so this bench and
+# `wikisim train sft|grpo --config configs/learn/...` run one method; flags override it per run.
+SFT_RECIPE, GRPO_RECIPE = _recipe("sft"), _recipe("grpo")
 ENV = {
-    "index": "sample-qa",  # the 2014 sample + the HotpotQA and MuSiQue corpora, built once
-    "retriever": "bm25s",
-    "search_k": 3,
-    "visit_tokens": 150,
-    "prompt": "compact",
-    "python": False,
+    k: GRPO_RECIPE[k]
+    for k in ("index", "retriever", "search_k", "visit_tokens", "prompt", "python")
 }
 STAGES = ("untrained", "sft", "grpo")
 GRPO_CURVE = (
@@ -526,12 +539,12 @@ def add_question_groups(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_retrieval_bonus(p: argparse.ArgumentParser) -> None:
+def add_retrieval_bonus(p: argparse.ArgumentParser, default: float = 0.0) -> None:
     """`--retrieval-bonus` (this bench and grpo_from_sft.py)."""
     p.add_argument(
         "--retrieval-bonus",
         type=float,
-        default=0.0,
+        default=default,
         help="added to the GRPO reward of a rollout whose own searches put a gold answer in an "
         "observation (GRPOConfig.retrieval_bonus): the answer reward pays reading only, and 13 CPU "
         "steps without it let searching decay (gold seen 0.44 -> 0.39 in session 24)",
@@ -696,7 +709,8 @@ def table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The bench's flags; the method's defaults are configs/learn's, the sizes the profiles'."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--quick", action="store_true", help="one seed, tiny budgets (<= 15 min on 2 cores)"
@@ -725,8 +739,9 @@ def main() -> None:
     p.add_argument(
         "--teacher",
         choices=tuple(RESEARCH_TEACHERS),
-        default="research",
-        help="research-known searches only what a student can type (no unnamed evidence titles)",
+        default=SFT_RECIPE["teacher"],
+        help="research-known searches only what a student can type (no unnamed evidence titles; "
+        "default: configs/learn/sft.yaml's)",
     )
     p.add_argument(
         "--direct-share",
@@ -736,22 +751,25 @@ def main() -> None:
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)
-    p.add_argument("--sft-lr", type=float, default=1e-3)
+    p.add_argument("--sft-lr", type=float, default=SFT_RECIPE["lr"])
     p.add_argument("--grpo-steps", type=int, default=None)
     p.add_argument("--grpo-lr", type=float, default=3e-4)
     p.add_argument(
-        "--grpo-temperature", type=float, default=0.7, help="GRPO's sampling temperature"
+        "--grpo-temperature",
+        type=float,
+        default=GRPO_RECIPE["temperature"],
+        help="GRPO's sampling temperature",
     )
     p.add_argument(
         "--format-penalty",
         type=float,
-        default=0.1,
+        default=GRPO_RECIPE["format_penalty"],
         help="subtracted from the GRPO reward of rollouts without a well-formed answer",
     )
     p.add_argument(
         "--grounded-only",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=GRPO_RECIPE["grounded_only"],
         help="GRPO pays no reward for an answer never read in an observation "
         "(on few training questions GRPO otherwise learns to recall them and stops searching)",
     )
@@ -768,10 +786,10 @@ def main() -> None:
     p.add_argument(
         "--kl-coef",
         type=float,
-        default=0.0,
+        default=GRPO_RECIPE["kl_coef"],
         help="GRPO's k3 KL penalty to the SFT weights it starts from (GRPOConfig.kl_coef; every "
         "row then runs, and a frozen copy of the model scores them), aimed at the drift from SFT's "
-        "queries and turn format that 13-20 CPU steps showed (README: at 0.05 one seed kept its "
+        "queries and turn format that 13-20 CPU steps showed (docs/learning-log.md: at 0.05 one seed kept its "
         "format; 0: none, as in the paper)",
     )
     p.add_argument("--questions-per-step", type=int, default=None)
@@ -785,19 +803,19 @@ def main() -> None:
     p.add_argument(
         "--grpo-reward",
         choices=("em", "f1"),
-        default="f1",
+        default=GRPO_RECIPE["reward"],
         help="the env's reward in GRPO (f1: partial credit); evaluation reports both",
     )
     add_question_groups(p)
-    add_retrieval_bonus(p)
+    add_retrieval_bonus(p, GRPO_RECIPE["retrieval_bonus"])
     p.add_argument(
         "--teacher-starts",
         type=float,
-        default=0.0,
+        default=GRPO_RECIPE["teacher_starts"],
         help="share of GRPO's groups that start from the teacher's turns before its answer "
         "(its SFT data; agent.train.starts): the policy has read the page and answers from there; "
         "at 1, every group, and the pass-rate probe is skipped; then nothing rewards searching first, "
-        "and in two of three 28-step runs the policy stopped searching (README)",
+        "and in two of three 28-step runs the policy stopped searching (docs/learning-log.md)",
     )
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
@@ -810,19 +828,19 @@ def main() -> None:
         default=None,
         help="sampled episodes per task for pass@1 (0: none)",
     )
-    p.add_argument("--lora-rank", type=int, default=8)
+    p.add_argument("--lora-rank", type=int, default=SFT_RECIPE["lora_rank"])
     p.add_argument("--micro-batch", type=int, default=None)
     p.add_argument("--eval-batch", type=int, default=None)
-    p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--max-turns", type=int, default=GRPO_RECIPE["max_turns"])
+    p.add_argument("--max-new-tokens", type=int, default=GRPO_RECIPE["max_new_tokens"])
     p.add_argument(
         "--think-budget",
         type=int,
-        default=0,
+        default=GRPO_RECIPE["think_budget"],
         help="tokens a turn's <think> may take before the model is given </think> (budget forcing, "
         "SamplingConfig.think_budget), in every model's evaluation and in GRPO's rollouts (0: none)",
     )
-    p.add_argument("--max-context", type=int, default=2048)
+    p.add_argument("--max-context", type=int, default=GRPO_RECIPE["max_context_tokens"])
     p.add_argument(
         "--deadline-s",
         type=float,
@@ -842,7 +860,11 @@ def main() -> None:
     p.add_argument(
         "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
     )
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = arguments().parse_args()
     quick = {
         "seeds": [0],
         "eval_limit": 6,
@@ -858,7 +880,7 @@ def main() -> None:
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
-        "eval_batch": 24,
+        "eval_batch": 32,  # the 30 held-out questions in one batch (at 24, two: 17.5 min in all)
         "deadline_s": 0,
     }
     # 3 seeds in 2 hours on 2 cores, from one seed's stage times here (an episode ~5.5 s to
@@ -869,7 +891,7 @@ def main() -> None:
         "eval_limit": 12,
         "sft_questions": 0,
         "samples_per_question": 1,
-        "sft_steps": 16,  # 16, 48 and 108 steps score alike on 96 held-out questions (README)
+        "sft_steps": 16,  # 16, 48 and 108 steps score alike on 96 held-out questions (docs/learning-log.md)
         "sft_batch": 4,
         "grpo_steps": 20,
         "questions_per_step": 2,

@@ -57,6 +57,33 @@ def test_the_recipes_never_train_on_a_held_out_answer(stage: str) -> None:
     assert not {a for a in answers(trained) & answers(held) if not a.isdigit()}
 
 
+def test_the_learning_bench_runs_the_recipes_method() -> None:
+    """bench/learn_agent.py with no flags trains as configs/learn/*.yaml do (sizes apart)."""
+    import runpy
+
+    from wikisim.paths import REPO_ROOT
+
+    sft, grpo = (
+        load_config(cls, REPO_ROOT / "configs" / "learn" / f"{stage}.yaml", {})
+        for cls, stage in ((SFTConfig, "sft"), (GRPOConfig, "grpo"))
+    )
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    a = bench["arguments"]().parse_args([])
+    assert (a.teacher, a.sft_lr, a.lora_rank) == (sft.teacher, sft.lr, sft.lora_rank)
+    assert a.teacher != "research"  # the research-known teacher, not the bench's old default
+    shaping = ("format_penalty", "grounded_only", "kl_coef", "retrieval_bonus", "teacher_starts")
+    assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
+    assert (a.grpo_temperature, a.max_new_tokens, a.think_budget, a.max_context) == (
+        grpo.temperature,
+        grpo.max_new_tokens,
+        grpo.think_budget,
+        grpo.max_context_tokens,
+    )
+    env = {**bench["ENV"], "max_turns": a.max_turns, "reward": a.grpo_reward}
+    assert {k: getattr(grpo.env, k) for k in env} == env
+    assert (sft.env.max_turns, sft.env.search_k) == (grpo.env.max_turns, grpo.env.search_k)
+
+
 def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):
     flat, nested = tmp_path / "flat.yaml", tmp_path / "nested.yaml"
     flat.write_text(yaml.safe_dump({"max_turns": 4, "retriever": "bm25s", "lr": 0.5}))
