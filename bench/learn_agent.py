@@ -69,7 +69,6 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-import yaml  # noqa: E402
 
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
 from agent.eval.metrics import think_closes  # noqa: E402
@@ -93,7 +92,7 @@ from agent.train.teachers import (  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
-from wikisim.flags import build_config  # noqa: E402
+from wikisim.flags import build_config, load_config  # noqa: E402
 from wikisim.paths import QA_DIR, REPO_ROOT  # noqa: E402
 from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
 from wikisim.tools.search import SearchTool, as_list  # noqa: E402
@@ -102,15 +101,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
 
 
-def _recipe(stage: str) -> dict[str, Any]:
-    return yaml.safe_load((REPO_ROOT / "configs" / "learn" / f"{stage}.yaml").read_text("utf-8"))
-
-
-# The method (env context, teacher, GRPO's shaping) is configs/learn/*.yaml's, so this bench and
-# `wikisim train sft|grpo --config configs/learn/...` run one method; flags override it per run.
-SFT_RECIPE, GRPO_RECIPE = _recipe("sft"), _recipe("grpo")
+# The method (env context, teacher, GRPO's shaping) is configs/learn/*.yaml's, read as
+# `wikisim train sft|grpo --config` reads them, so the two run one method; flags override it.
+SFT_RECIPE = load_config(SFTConfig, REPO_ROOT / "configs" / "learn" / "sft.yaml", {})
+GRPO_RECIPE = load_config(GRPOConfig, REPO_ROOT / "configs" / "learn" / "grpo.yaml", {})
 ENV = {
-    k: GRPO_RECIPE[k]
+    k: getattr(GRPO_RECIPE.env, k)
     for k in ("index", "retriever", "search_k", "visit_tokens", "prompt", "python")
 }
 STAGES = ("untrained", "sft", "grpo")
@@ -739,7 +735,7 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--teacher",
         choices=tuple(RESEARCH_TEACHERS),
-        default=SFT_RECIPE["teacher"],
+        default=SFT_RECIPE.teacher,
         help="research-known searches only what a student can type (no unnamed evidence titles; "
         "default: configs/learn/sft.yaml's)",
     )
@@ -751,25 +747,25 @@ def arguments() -> argparse.ArgumentParser:
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)
-    p.add_argument("--sft-lr", type=float, default=SFT_RECIPE["lr"])
+    p.add_argument("--sft-lr", type=float, default=SFT_RECIPE.lr)
     p.add_argument("--grpo-steps", type=int, default=None)
     p.add_argument("--grpo-lr", type=float, default=3e-4)
     p.add_argument(
         "--grpo-temperature",
         type=float,
-        default=GRPO_RECIPE["temperature"],
+        default=GRPO_RECIPE.temperature,
         help="GRPO's sampling temperature",
     )
     p.add_argument(
         "--format-penalty",
         type=float,
-        default=GRPO_RECIPE["format_penalty"],
+        default=GRPO_RECIPE.format_penalty,
         help="subtracted from the GRPO reward of rollouts without a well-formed answer",
     )
     p.add_argument(
         "--grounded-only",
         action=argparse.BooleanOptionalAction,
-        default=GRPO_RECIPE["grounded_only"],
+        default=GRPO_RECIPE.grounded_only,
         help="GRPO pays no reward for an answer never read in an observation "
         "(on few training questions GRPO otherwise learns to recall them and stops searching)",
     )
@@ -786,7 +782,7 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--kl-coef",
         type=float,
-        default=GRPO_RECIPE["kl_coef"],
+        default=GRPO_RECIPE.kl_coef,
         help="GRPO's k3 KL penalty to the SFT weights it starts from (GRPOConfig.kl_coef; every "
         "row then runs, and a frozen copy of the model scores them), aimed at the drift from SFT's "
         "queries and turn format that 13-20 CPU steps showed (docs/learning-log.md: at 0.05 one seed kept its "
@@ -803,15 +799,15 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--grpo-reward",
         choices=("em", "f1"),
-        default=GRPO_RECIPE["reward"],
+        default=GRPO_RECIPE.env.reward,
         help="the env's reward in GRPO (f1: partial credit); evaluation reports both",
     )
     add_question_groups(p)
-    add_retrieval_bonus(p, GRPO_RECIPE["retrieval_bonus"])
+    add_retrieval_bonus(p, GRPO_RECIPE.retrieval_bonus)
     p.add_argument(
         "--teacher-starts",
         type=float,
-        default=GRPO_RECIPE["teacher_starts"],
+        default=GRPO_RECIPE.teacher_starts,
         help="share of GRPO's groups that start from the teacher's turns before its answer "
         "(its SFT data; agent.train.starts): the policy has read the page and answers from there; "
         "at 1, every group, and the pass-rate probe is skipped; then nothing rewards searching first, "
@@ -828,19 +824,19 @@ def arguments() -> argparse.ArgumentParser:
         default=None,
         help="sampled episodes per task for pass@1 (0: none)",
     )
-    p.add_argument("--lora-rank", type=int, default=SFT_RECIPE["lora_rank"])
+    p.add_argument("--lora-rank", type=int, default=SFT_RECIPE.lora_rank)
     p.add_argument("--micro-batch", type=int, default=None)
     p.add_argument("--eval-batch", type=int, default=None)
-    p.add_argument("--max-turns", type=int, default=GRPO_RECIPE["max_turns"])
-    p.add_argument("--max-new-tokens", type=int, default=GRPO_RECIPE["max_new_tokens"])
+    p.add_argument("--max-turns", type=int, default=GRPO_RECIPE.env.max_turns)
+    p.add_argument("--max-new-tokens", type=int, default=GRPO_RECIPE.max_new_tokens)
     p.add_argument(
         "--think-budget",
         type=int,
-        default=GRPO_RECIPE["think_budget"],
+        default=GRPO_RECIPE.think_budget,
         help="tokens a turn's <think> may take before the model is given </think> (budget forcing, "
         "SamplingConfig.think_budget), in every model's evaluation and in GRPO's rollouts (0: none)",
     )
-    p.add_argument("--max-context", type=int, default=GRPO_RECIPE["max_context_tokens"])
+    p.add_argument("--max-context", type=int, default=GRPO_RECIPE.max_context_tokens)
     p.add_argument(
         "--deadline-s",
         type=float,
