@@ -36,7 +36,7 @@ penalty to the SFT weights and half the groups started from a teacher episode. O
 (steps, batches, questions) are the profiles' own, and GRPO's learning rate (3e-4 for 2-question
 steps; the config's 2e-4 is for its 8-question ones).
 
-    .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 16.5 min on 2 cores
+    .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 12.7 min on 2 cores
     .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds in 2 hours on 2 cores
                                                              # (12 questions a held-out set, GRPO to a deadline)
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget (every held-out question)
@@ -709,7 +709,7 @@ def arguments() -> argparse.ArgumentParser:
     """The bench's flags; the method's defaults are configs/learn's, the sizes the profiles'."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--quick", action="store_true", help="one seed, tiny budgets (16.5 min on 2 cores)"
+        "--quick", action="store_true", help="one seed, tiny budgets (12.7 min on 2 cores)"
     )
     p.add_argument(
         "--profile",
@@ -863,20 +863,20 @@ def main() -> None:
     args = arguments().parse_args()
     quick = {
         "seeds": [0],
-        "eval_limit": 6,
+        "eval_limit": 4,
         "sft_questions": 40,
         "samples_per_question": 2,
         "sft_steps": 8,
         "sft_batch": 4,
         "grpo_steps": 2,
         "questions_per_step": 2,
-        "probe_questions": 8,
+        "probe_questions": 4,
         "group_size": 4,
-        "dev_every": 1,
+        "dev_every": 2,  # one held-out point, after the last step: each takes ~60 s here
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
-        "eval_batch": 32,  # the 30 held-out questions in one batch (at 24, two: 17.5 min in all, 16.5 now)
+        "eval_batch": 32,  # the 20 held-out questions in one batch
         "deadline_s": 0,
     }
     # 3 seeds in 2 hours on 2 cores, from one seed's stage times here (an episode ~5.5 s to
