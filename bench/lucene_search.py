@@ -76,7 +76,7 @@ def _terms(retriever: LuceneRetriever, question: str) -> int:
 
 
 def _paths(path: Path, store: PassageStore | None) -> tuple[LuceneRetriever, dict[str, Any]]:
-    retriever = LuceneRetriever(path, store)
+    retriever = LuceneRetriever(path, store, threads=1)  # its CPU is on the calling thread
 
     def old(q: str, n: int) -> list:
         def fetch(m: int) -> list:

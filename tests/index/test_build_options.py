@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,13 @@ def test_lucene_threads_change_speed_not_results(sample_index: Path, tmp_path) -
         build_lucene(passages, tmp_path / "none", threads=0)
 
 
-def test_lucene_buffer_changes_segments_not_results(sample_index: Path, tmp_path) -> None:
+def test_lucene_buffer_changes_flushes_not_results(sample_index: Path, tmp_path) -> None:
     store = PassageStore(sample_index / layout.PASSAGES)
     passages = list(itertools.islice(store, 1500))
     small = build_lucene(passages, tmp_path / "small", buffer_mb=1)
     big = build_lucene(passages, tmp_path / "big")
     assert small == big  # the manifest's record: the same index either way
-    assert _segments(tmp_path / "small") > 1 and _segments(tmp_path / "big") == 1
+    assert _segments(tmp_path / "small") == _segments(tmp_path / "big") == 1  # flushes merged
     qa = json.loads((QA_DIR / "hotpotqa-train-100.json").read_text(encoding="utf-8"))
     queries = [q["question"] for q in qa[:40]] + ["the", "autism", "of the"]
     a, b = (LuceneRetriever(tmp_path / n, store) for n in ("small", "big"))
@@ -99,3 +100,30 @@ def test_lucene_buffer_changes_segments_not_results(sample_index: Path, tmp_path
         build_lucene(passages, tmp_path / "huge", buffer_mb=10**7)
     with pytest.raises(ConfigError, match=">= 1"):
         build_lucene(passages, tmp_path / "none", buffer_mb=0)
+
+
+def test_lucene_segments_are_searched_in_parallel_to_the_same_lists(
+    sample_index: Path, tmp_path
+) -> None:
+    """An index cut into segments of `segment_passages` (in passage order) is searched one
+    thread a segment, and ranks as the one-segment index does, on any number of threads."""
+    store = PassageStore(sample_index / layout.PASSAGES)
+    passages = list(itertools.islice(store, 1500))
+    whole = build_lucene(passages, tmp_path / "whole")
+    cut = build_lucene(passages, tmp_path / "cut", segment_passages=400, threads=2)
+    assert whole == cut and _segments(tmp_path / "cut") == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "whole"]  # no part left behind
+    qa = json.loads((QA_DIR / "hotpotqa-train-100.json").read_text(encoding="utf-8"))
+    queries = [q["question"] for q in qa[:40]] + ["the", "autism", "of the", "zzzz"]
+    one = LuceneRetriever(tmp_path / "whole", store)
+    assert one._topk is not None and one._topk.threads == 1  # one segment: no pool
+    expected = {k: one.ranked(queries, k) for k in (10, 30)}
+    for threads in (1, 3, 8, None):
+        parallel = LuceneRetriever(tmp_path / "cut", store, threads=threads)
+        assert parallel._topk is not None
+        assert parallel._topk.threads == min(threads or len(os.sched_getaffinity(0)), 4)
+        assert {k: parallel.ranked(queries, k) for k in expected} == expected
+    with pytest.raises(ConfigError, match="search threads"):
+        LuceneRetriever(tmp_path / "cut", store, threads=0)
+    with pytest.raises(ConfigError, match="segment_passages"):
+        build_lucene(passages, tmp_path / "none", segment_passages=0)

@@ -38,14 +38,22 @@ def anserini_scores(raw: list[float]) -> list[float]:
 
 class TopK:
     """BM25 search over the IndexSearcher of a pyserini `LuceneSearcher`'s SimpleSearcher
-    (after `set_bm25`, which makes it); docids from doc values, never from stored documents."""
+    (after `set_bm25`, which makes it); docids from doc values, never from stored documents.
+    With `threads` > 1 and an index of several segments, a query searches its segments on that
+    many threads (Lucene's own concurrent search: same statistics, same sort, same list)."""
 
-    def __init__(self, searcher: Any, analyzer: Any) -> None:
+    def __init__(self, searcher: Any, analyzer: Any, threads: int = 1) -> None:
         import jnius
 
         auto = jnius.autoclass
-        self._searcher = searcher
         self._reader = searcher.getIndexReader()
+        self.threads = min(threads, self._reader.leaves().size())
+        if self.threads > 1:  # a ForkJoinPool's threads are daemons: they never hold the JVM up
+            self._pool = auto("java.util.concurrent.ForkJoinPool")(self.threads)
+            parallel = auto("org.apache.lucene.search.IndexSearcher")(self._reader, self._pool)
+            parallel.setSimilarity(searcher.getSimilarity())
+            searcher = parallel
+        self._searcher = searcher
         self._analyzer = analyzer
         self._generator = auto("io.anserini.search.query.BagOfWordsQueryGenerator")()
         sort_field = auto("org.apache.lucene.search.SortField")
@@ -56,7 +64,7 @@ class TopK:
         self._values = auto("org.apache.lucene.index.MultiDocValues")
 
     @classmethod
-    def over(cls, simple: Any) -> TopK | None:
+    def over(cls, simple: Any, threads: int = 1) -> TopK | None:
         """A TopK over a SimpleSearcher, or None where pyserini's own search must stay the one:
         an index Anserini does not sort by docid (Lucene 8: no "id" doc values), or an Anserini
         whose SimpleSearcher keeps its searcher elsewhere than 1.7.1's fields."""
@@ -71,7 +79,9 @@ class TopK:
         if lucene8 or searcher is None:
             return None
         topk = cls(
-            jnius.cast("org.apache.lucene.search.IndexSearcher", searcher), simple.get_analyzer()
+            jnius.cast("org.apache.lucene.search.IndexSearcher", searcher),
+            simple.get_analyzer(),
+            threads,
         )
         return topk if topk._values.getBinaryValues(topk._reader, _ID) is not None else None
 

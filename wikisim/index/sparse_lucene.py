@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
+import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,11 @@ _BATCH = 2000
 #: It never changes what a search returns (collection statistics span the segments, and
 #: Anserini breaks score ties by docid), so it is a setting of the build, not of the index.
 LUCENE_BUFFER_MB = 512
+#: Passages a Lucene segment holds. A query's segments are searched on threads of their own,
+#: so a big index answers in about the time of one segment where cores are free (bench/
+#: lucene_threads.py); below it (the bundled indexes) an index is one segment, as before.
+#: Lucene gives a thread to each segment past 250k documents (IndexSearcher.slices).
+LUCENE_SEGMENT_PASSAGES = 500_000
 
 
 def check_buffer_mb(buffer_mb: int) -> int:
@@ -80,37 +88,60 @@ def _cap_buffer(indexer: Any, buffer_mb: int) -> None:
 
 
 def build_lucene(
-    passages: Iterable[Passage], out: Path, buffer_mb: int = LUCENE_BUFFER_MB, threads: int = 1
+    passages: Iterable[Passage],
+    out: Path,
+    buffer_mb: int = LUCENE_BUFFER_MB,
+    threads: int = 1,
+    segment_passages: int = LUCENE_SEGMENT_PASSAGES,
 ) -> dict[str, Any]:
     """Index passages into `out` with `threads` indexing threads (Anserini's), holding at most
-    `buffer_mb` of them in the JVM's heap before flushing a segment.
+    `buffer_mb` of them in the JVM's heap before flushing a segment, and cut into segments of
+    `segment_passages` passages in their order (the last one shorter): a search runs them on
+    threads of its own (`LuceneRetriever`).
 
-    Threads change Lucene's doc order and segments, never a result: BM25's statistics are the
+    Each segment is indexed apart, merged into one, and added to `out` as it is, so the
+    extra disk a build needs is one segment's. Threads change Lucene's doc order inside a
+    segment, and segments what runs in parallel, never a result: BM25's statistics are the
     whole index's and ties are broken by docid string (Anserini's sort, `lucene_topk`)."""
     check_buffer_mb(buffer_mb)
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"Lucene indexing threads must be an integer >= 1, got {threads!r}")
+    if not isinstance(segment_passages, int) or segment_passages < 1:
+        raise ConfigError(
+            f"Lucene segment_passages must be an integer >= 1, got {segment_passages!r}"
+        )
     indexer_mod = pyserini_module("index.lucene")
     _check_heap(buffer_mb)
-    indexer = indexer_mod.LuceneIndexer(
-        args=["-index", str(out), "-storeRaw", "-storeDocvectors"], threads=threads
-    )
-    _cap_buffer(indexer, buffer_mb)
     digest = hashlib.sha256(b"lucene JsonCollection storeRaw storeDocvectors default-analyzer\n")
-    batch: list[dict[str, str]] = []
+    writer = _segment_writer(out)
+    part = out.parent / f".{out.name}.segment"
     n = 0
-    for p in passages:
-        doc = {"id": p.docid, "contents": p.contents}
-        digest.update(json.dumps(doc, ensure_ascii=False).encode() + b"\n")
-        batch.append(doc)
-        if len(batch) >= _BATCH:
-            indexer.add_batch_dict(batch)
-            n += len(batch)
-            batch = []
-    if batch:
-        indexer.add_batch_dict(batch)
-        n += len(batch)
-    indexer.close()
+    stream = iter(passages)
+    try:
+        while (first := next(stream, None)) is not None:
+            shutil.rmtree(part, ignore_errors=True)
+            indexer = indexer_mod.LuceneIndexer(
+                args=["-index", str(part), "-storeRaw", "-storeDocvectors"], threads=threads
+            )
+            _cap_buffer(indexer, buffer_mb)
+            batch: list[dict[str, str]] = []
+            for p in itertools.chain([first], itertools.islice(stream, segment_passages - 1)):
+                doc = {"id": p.docid, "contents": p.contents}
+                digest.update(json.dumps(doc, ensure_ascii=False).encode() + b"\n")
+                batch.append(doc)
+                if len(batch) >= _BATCH:
+                    indexer.add_batch_dict(batch)
+                    n += len(batch)
+                    batch = []
+            if batch:
+                indexer.add_batch_dict(batch)
+                n += len(batch)
+            indexer.object.close(True)  # Anserini's close, merging the segment's flushes into one
+            _add_segment(writer, part)
+        writer.commit()
+    finally:
+        writer.close()
+        shutil.rmtree(part, ignore_errors=True)
     return {
         "docs": n,
         "k1": LUCENE_K1,
@@ -118,6 +149,34 @@ def build_lucene(
         "docvectors": True,
         "content_sha256": digest.hexdigest(),
     }
+
+
+def _segment_writer(out: Path) -> Any:
+    """An IndexWriter on `out` that takes whole segments and never merges them."""
+    import jnius
+
+    auto = jnius.autoclass
+    config = auto("org.apache.lucene.index.IndexWriterConfig")()
+    config.setMergePolicy(auto("org.apache.lucene.index.NoMergePolicy").INSTANCE)
+    config.setOpenMode(auto("org.apache.lucene.index.IndexWriterConfig$OpenMode").CREATE)
+    directory = auto("org.apache.lucene.store.FSDirectory").open(
+        auto("java.nio.file.Paths").get(str(out))
+    )
+    return auto("org.apache.lucene.index.IndexWriter")(directory, config)
+
+
+def _add_segment(writer: Any, part: Path) -> None:
+    """Copy the one-segment index in `part` into `writer`'s index, as its next segment."""
+    import jnius
+
+    auto = jnius.autoclass
+    directory = auto("org.apache.lucene.store.FSDirectory").open(
+        auto("java.nio.file.Paths").get(str(part))
+    )
+    try:
+        writer.addIndexes(jnius.cast("org.apache.lucene.store.Directory", directory))
+    finally:
+        directory.close()
 
 
 def _hit_from_raw(docid: str, raw: str | None, query: str, score: float, max_chars: int) -> Hit:
@@ -138,7 +197,11 @@ def _hit_from_raw(docid: str, raw: str | None, query: str, score: float, max_cha
 
 
 class LuceneRetriever(RankedRetriever):
-    """BM25 over a Lucene index; with `rm3`, the query is first expanded by RM3 feedback."""
+    """BM25 over a Lucene index; with `rm3`, the query is first expanded by RM3 feedback.
+
+    `threads`: how many of a query's segments are searched at once (None: one thread per
+    segment, up to this machine's cores; 1 where processes already fill the cores, e.g. many
+    env workers). An index of LUCENE_SEGMENT_PASSAGES passages or fewer is one segment."""
 
     name = "lucene"
 
@@ -148,7 +211,10 @@ class LuceneRetriever(RankedRetriever):
         passages: PassageStore | None,
         manifest_hash: str = "",
         rm3: bool = False,
+        threads: int | None = None,
     ) -> None:
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"Lucene search threads must be an integer >= 1, got {threads!r}")
         if not is_lucene_dir(path):
             raise IndexNotBuiltError(
                 f"no Lucene index in {path}; rebuild without --no-lucene: `wikisim build INPUT... --out {path.parent}`"
@@ -165,7 +231,8 @@ class LuceneRetriever(RankedRetriever):
                 ) from e
             self.name = "lucene-rm3"
         # RM3 reranks inside pyserini's search; plain BM25 skips its stored-document reads
-        self._topk = None if rm3 else TopK.over(self.searcher.object)
+        threads = threads or len(os.sched_getaffinity(0))
+        self._topk = None if rm3 else TopK.over(self.searcher.object, threads)
         self.passages = passages
         self.manifest_hash = manifest_hash
 

@@ -1,0 +1,221 @@
+"""Lucene's search latency when a big index's segments are searched on threads (issue 15).
+
+`wikisim build` cuts a Lucene index into segments of LUCENE_SEGMENT_PASSAGES passages, and
+`LuceneRetriever` searches a query's segments on threads of their own (Lucene's concurrent
+IndexSearcher, one thread a segment up to the machine's cores). This bench builds Lucene
+indexes of copies of a built index's passages (`--sizes`, e.g. 10k and 200k pages' worth),
+then times, per question of bench/scale.py's search sample (200 HotpotQA and MuSiQue
+questions, after warm-up passes over 100 corpus sentences), every index and mode
+interleaved question by question:
+
+    serial       threads=1: CPU ms of the calling thread (Lucene runs there through JNI)
+    threads      threads=this machine's cores: wall ms
+    critical     the latency with a core for each segment: the query's segments run one
+                 after another on the calling thread, each timed (CPU ms); the query's time
+                 outside them (building the query, merging the lists, docids) plus its slowest
+                 segment. Segments run in order and share the best scores found so far, as
+                 Lucene's threads do; the first runs with none, so on copies of one text
+                 (alike segments) the slowest is near a segment's time alone.
+
+at k=10 (11 fetched) and 100 deep (what the hybrid fuses). Each mode's ranked lists are
+checked equal to the serial one's.
+
+    .venv/bin/python bench/lucene_threads.py --source DIR_OF_A_BUILT_INDEX --work /tmp/lt \
+        --sizes 10k=437000,200k=8750000 --out bench/results/scale/lucene-threads.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lucene_growth import _copies, _pages  # noqa: E402
+from scale import _queries  # noqa: E402
+
+from wikisim.index.jvm import pyserini_module  # noqa: E402
+from wikisim.index.passages import Passage, PassageStore  # noqa: E402
+from wikisim.index.sparse_lucene import (  # noqa: E402
+    LUCENE_SEGMENT_PASSAGES,
+    LuceneRetriever,
+    build_lucene,
+)
+
+DEPTHS = {"k10": 10, "deep": 100}
+REPEATS = 2
+WARM_PASSES = 3
+
+
+def corpus(store: PassageStore, passages: int) -> Iterator[Passage]:
+    """The first `passages` passages of copies of every page of `store` (ids and titles shifted)."""
+    pages = _pages(store)
+    base = [pages[i] for i in sorted(pages)]
+    per_copy = sum(len(p) for p in base)
+    shift = max(pages) + 1
+    copies = -(-passages // per_copy)
+    for i, p in enumerate(_copies(base, copies, shift)):
+        if i == passages:
+            return
+        yield p
+
+
+def timed_executor() -> Any:
+    """A java.util.concurrent.Executor that runs each task at once on the calling thread and
+    keeps its thread CPU seconds (made after the JVM has started with pyserini's classpath)."""
+    from jnius import PythonJavaClass, java_method
+
+    class Inline(PythonJavaClass):
+        __javainterfaces__ = ["java/util/concurrent/Executor"]
+        __javacontext__ = "app"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.tasks: list[float] = []
+
+        @java_method("(Ljava/lang/Runnable;)V")
+        def execute(self, runnable: Any) -> None:
+            c0 = time.thread_time()
+            runnable.run()
+            self.tasks.append(time.thread_time() - c0)
+
+    return Inline()
+
+
+def _modes(path: Path, cores: int) -> tuple[int, dict[str, Callable[[str, int], Any]]]:
+    """The index's segments, and a function a mode: (question, depth) -> (ranked, ms)."""
+    import jnius
+
+    serial = LuceneRetriever(path, None, threads=1)
+    parallel = LuceneRetriever(path, None, threads=cores)
+    critical = LuceneRetriever(path, None, threads=1)
+    assert serial._topk is not None and critical._topk is not None, "an Anserini 1.7 index"
+    reader = critical._topk._reader
+    executor = timed_executor()
+    searcher = jnius.autoclass("org.apache.lucene.search.IndexSearcher")(reader, executor)
+    searcher.setSimilarity(critical._topk._searcher.getSimilarity())
+    critical._topk._searcher = searcher
+    segments = reader.leaves().size()
+
+    def cpu(q: str, n: int) -> tuple[Any, float]:
+        c0 = time.thread_time()
+        ranked = serial.ranked([q], n)[0]
+        return ranked, (time.thread_time() - c0) * 1000
+
+    def wall(q: str, n: int) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        ranked = parallel.ranked([q], n)[0]
+        return ranked, (time.perf_counter() - t0) * 1000
+
+    def path_ms(q: str, n: int) -> tuple[Any, float]:
+        executor.tasks.clear()
+        c0 = time.thread_time()
+        ranked = critical.ranked([q], n)[0]
+        total = time.thread_time() - c0
+        tasks = executor.tasks or [0.0]
+        return ranked, (total - sum(tasks) + max(tasks)) * 1000
+
+    return segments, {"serial": cpu, "threads": wall, "critical": path_ms}
+
+
+def measure(indexes: dict[str, Path], cores: int) -> dict[str, Any]:
+    queries, warm = _queries()
+    opened = {label: _modes(path, cores) for label, path in indexes.items()}
+    for _ in tqdm(range(WARM_PASSES), desc="warm-up", unit=" pass"):
+        for _, modes in opened.values():
+            for q in warm:
+                for fn in modes.values():
+                    for n in DEPTHS.values():
+                        fn(q, n)
+    out: dict[str, Any] = {
+        label: {"segments": segments, "differ": 0} for label, (segments, _) in opened.items()
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    steps = [
+        (label, name, key, n, fn)
+        for label, (_, modes) in opened.items()
+        for name, fn in modes.items()
+        for key, n in DEPTHS.items()
+    ]
+    for rep in range(REPEATS):
+        for i, q in enumerate(tqdm(queries, desc=f"timed pass {rep + 1}", unit=" question")):
+            lists: dict[tuple[str, str], list[Any]] = {}
+            for label, name, key, n, fn in steps if (i + rep) % 2 == 0 else steps[::-1]:
+                ranked, ms = fn(q, n)
+                lists.setdefault((label, key), []).append(ranked)
+                times.setdefault((label, f"{name}_{key}"), []).append(ms)
+            for (label, _), ranked in lists.items():
+                out[label]["differ"] += sum(r != ranked[0] for r in ranked[1:])
+    for (label, key), ts in times.items():
+        out[label][f"{key}_p50_ms"] = float(np.percentile(ts, 50))
+        out[label][f"{key}_p99_ms"] = float(np.percentile(ts, 99))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, required=True, help="a built index (its passages)")
+    parser.add_argument("--work", type=Path, required=True, help="where the indexes are built")
+    parser.add_argument(
+        "--sizes", default="10k=437000,200k=8750000", help="label=passages,... (bench/scale.py's)"
+    )
+    parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    pyserini_module("search.lucene")  # the JVM, with pyserini's classpath
+    store = PassageStore(args.source / "passages.sqlite")
+    indexes: dict[str, Path] = {}
+    build_s: dict[str, float] = {}
+    for item in args.sizes.split(","):
+        label, _, n = item.partition("=")
+        path = args.work / label / "lucene"
+        if not (path.is_dir() and any(path.glob("segments_*"))):
+            t0 = time.perf_counter()
+            stream = tqdm(
+                corpus(store, int(n)), desc=f"lucene {label}", total=int(n), unit=" passage"
+            )
+            build_lucene(stream, path, threads=args.cores)
+            build_s[label] = time.perf_counter() - t0
+        indexes[label] = path
+    result = measure(indexes, args.cores)
+    for label, item in zip(indexes, args.sizes.split(","), strict=True):
+        result[label]["passages"] = int(item.partition("=")[2])
+        result[label]["build_s"] = build_s.get(label)
+    smallest, largest = next(iter(indexes)), list(indexes)[-1]
+    base = result[smallest]
+    result["ratios"] = {
+        f"{mode}_{key}": result[largest][f"{mode}_{key}_p50_ms"] / base[f"serial_{key}_p50_ms"]
+        for mode in ("serial", "threads", "critical")
+        for key in DEPTHS
+    }
+    result["cores"] = args.cores
+    result["segment_passages"] = LUCENE_SEGMENT_PASSAGES
+    result["command"] = " ".join(sys.argv[1:])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(json.dumps(result, indent=1))
+    for key in DEPTHS:
+        print(
+            f"{key}: {smallest} serial {base[f'serial_{key}_p50_ms']:.2f} ms; {largest} serial "
+            f"{result[largest][f'serial_{key}_p50_ms']:.2f} ms, {args.cores} threads "
+            f"{result[largest][f'threads_{key}_p50_ms']:.2f} ms (wall), critical path "
+            f"{result[largest][f'critical_{key}_p50_ms']:.2f} ms: "
+            + ", ".join(
+                f"{m} {result['ratios'][f'{m}_{key}']:.2f}x"
+                for m in ("serial", "threads", "critical")
+            )
+            + f" of {smallest}"
+        )
+
+
+if __name__ == "__main__":
+    main()
