@@ -47,6 +47,7 @@ from lucene_growth import _copies, _pages  # noqa: E402
 from scale import _queries  # noqa: E402
 
 from wikisim.index.jvm import pyserini_module  # noqa: E402
+from wikisim.index.lucene_topk import concurrent_searcher  # noqa: E402
 from wikisim.index.passages import Passage, PassageStore  # noqa: E402
 from wikisim.index.sparse_lucene import (  # noqa: E402
     LUCENE_SEGMENT_PASSAGES,
@@ -96,18 +97,14 @@ def timed_executor() -> Any:
 
 def _modes(path: Path, cores: int) -> tuple[int, dict[str, Callable[[str, int], Any]]]:
     """The index's segments, and a function a mode: (question, depth) -> (ranked, ms)."""
-    import jnius
-
     serial = LuceneRetriever(path, None, threads=1)
     parallel = LuceneRetriever(path, None, threads=cores)
     timed = LuceneRetriever(path, None, threads=1)
     assert serial._topk is not None and timed._topk is not None, "an Anserini 1.7 index"
-    reader = timed._topk._reader
     executor = timed_executor()
-    searcher = jnius.autoclass("org.apache.lucene.search.IndexSearcher")(reader, executor)
-    searcher.setSimilarity(timed._topk._searcher.getSimilarity())
+    searcher = concurrent_searcher(timed._topk._searcher, executor)
     timed._topk._searcher = searcher
-    segments = reader.leaves().size()
+    segments = timed._topk._reader.leaves().size()
 
     def cpu(q: str, n: int) -> tuple[Any, float]:
         c0 = time.thread_time()

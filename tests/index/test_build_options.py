@@ -70,8 +70,8 @@ def _segments(path: Path) -> int:
 
 
 def test_lucene_threads_change_speed_not_results(sample_index: Path, tmp_path) -> None:
-    """`wikisim build --workers N` indexes with N of Anserini's threads: docids and segments
-    follow the threads, while records and rankings (ties broken by docid string) do not."""
+    """`wikisim build --workers N` indexes with N of Anserini's threads: the doc order follows
+    the threads, while records and rankings (ties broken by docid string) do not."""
     store = PassageStore(sample_index / layout.PASSAGES)
     passages = list(itertools.islice(store, 3000))
     one = build_lucene(passages, tmp_path / "one")

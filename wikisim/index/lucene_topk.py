@@ -36,6 +36,18 @@ def anserini_scores(raw: list[float]) -> list[float]:
     return [float(s) for s in out]
 
 
+def concurrent_searcher(searcher: Any, executor: Any) -> Any:
+    """An IndexSearcher over `searcher`'s reader, with its similarity, whose queries run their
+    segments as tasks of `executor` (a java.util.concurrent.Executor)."""
+    import jnius
+
+    out = jnius.autoclass("org.apache.lucene.search.IndexSearcher")(
+        searcher.getIndexReader(), executor
+    )
+    out.setSimilarity(searcher.getSimilarity())
+    return out
+
+
 class TopK:
     """BM25 search over the IndexSearcher of a pyserini `LuceneSearcher`'s SimpleSearcher
     (after `set_bm25`, which makes it); docids from doc values, never from stored documents.
@@ -50,9 +62,7 @@ class TopK:
         self.threads = min(threads, self._reader.leaves().size())
         if self.threads > 1:  # a ForkJoinPool's threads are daemons: they never hold the JVM up
             self._pool = auto("java.util.concurrent.ForkJoinPool")(self.threads)
-            parallel = auto("org.apache.lucene.search.IndexSearcher")(self._reader, self._pool)
-            parallel.setSimilarity(searcher.getSimilarity())
-            searcher = parallel
+            searcher = concurrent_searcher(searcher, self._pool)
         self._searcher = searcher
         self._analyzer = analyzer
         self._generator = auto("io.anserini.search.query.BagOfWordsQueryGenerator")()
