@@ -38,6 +38,7 @@ from wikisim.flags import (
     config_from_args,
     option,
 )
+from wikisim.index.sparse_lucene import share_cores
 
 METRICS = ("em", "f1", "turns", "generated_tokens")
 
@@ -111,7 +112,9 @@ def run_sweep(spec: dict[str, Any], workers: int | None = None) -> list[dict[str
     n = workers or int(spec.get("workers", 1))
     if todo and n > 1:
         ctx = multiprocessing.get_context("spawn")  # torch and the JVM do not survive fork
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=n, mp_context=ctx, initializer=share_cores, initargs=(n,)
+        ) as pool:
             for future in [pool.submit(_run_cell, *cell) for cell in todo]:
                 print(f"done {future.result()}", flush=True)
     else:

@@ -18,7 +18,15 @@ from wikisim.flags import config_from_args
 from wikisim.index import layout, open_index
 from wikisim.index.build import build
 from wikisim.index.passages import PassageStore
-from wikisim.index.sparse_lucene import LUCENE_BUFFER_MB, LuceneRetriever, build_lucene
+from wikisim.index.sparse_lucene import (
+    LUCENE_BUFFER_MB,
+    SEARCH_THREADS_VAR,
+    LuceneRetriever,
+    build_lucene,
+    cores,
+    search_threads,
+    share_cores,
+)
 from wikisim.paths import DATA_DIR, QA_DIR
 
 SMALL = DATA_DIR / "dumps" / "enwiki-table-markup.xml.bz2"
@@ -103,7 +111,7 @@ def test_lucene_buffer_changes_flushes_not_results(sample_index: Path, tmp_path)
 
 
 def test_lucene_segments_are_searched_in_parallel_to_the_same_lists(
-    sample_index: Path, tmp_path
+    sample_index: Path, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An index cut into segments of `segment_passages` (in passage order) is searched one
     thread a segment, and ranks as the one-segment index does, on any number of threads."""
@@ -121,9 +129,42 @@ def test_lucene_segments_are_searched_in_parallel_to_the_same_lists(
     for threads in (1, 3, 8, None):
         parallel = LuceneRetriever(tmp_path / "cut", store, threads=threads)
         assert parallel._topk is not None
-        assert parallel._topk.threads == min(threads or len(os.sched_getaffinity(0)), 4)
+        assert parallel._topk.threads == min(threads or cores(), 4)
         assert {k: parallel.ranked(queries, k) for k in expected} == expected
     with pytest.raises(ConfigError, match="search threads"):
         LuceneRetriever(tmp_path / "cut", store, threads=0)
+    monkeypatch.setenv(SEARCH_THREADS_VAR, "2")  # a process's default, as OMP_NUM_THREADS
+    from_env = LuceneRetriever(tmp_path / "cut", store)
+    assert from_env._topk is not None and from_env._topk.threads == 2
+    assert {k: from_env.ranked(queries, k) for k in expected} == expected
+    monkeypatch.setenv(SEARCH_THREADS_VAR, "many")
+    with pytest.raises(ConfigError, match=r"\$WIKISIM_SEARCH_THREADS.*'many'"):
+        LuceneRetriever(tmp_path / "cut", store)
     with pytest.raises(ConfigError, match="segment_passages"):
         build_lucene(passages, tmp_path / "none", segment_passages=0)
+
+
+def test_search_threads_come_from_the_argument_then_the_environment_then_the_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Processes that share a machine split its cores (`share_cores`), unless the user said."""
+    monkeypatch.delenv(SEARCH_THREADS_VAR, raising=False)
+    assert search_threads() == cores() >= 1
+    assert search_threads(3) == 3
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ConfigError, match="search threads"):
+            search_threads(bad)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    share_cores(6)
+    assert os.environ[SEARCH_THREADS_VAR] == "2" and search_threads() == 2
+    assert search_threads(5) == 5  # an argument beats the environment
+    share_cores(1)  # already set: kept
+    assert search_threads() == 2
+    monkeypatch.setenv(SEARCH_THREADS_VAR, " ")
+    share_cores(64)  # more processes than cores: one thread each
+    assert search_threads() == 1
+    monkeypatch.setenv(SEARCH_THREADS_VAR, "0")
+    with pytest.raises(
+        ConfigError, match=r"\$WIKISIM_SEARCH_THREADS must be an integer >= 1, got 0"
+    ):
+        search_threads()

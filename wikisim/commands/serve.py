@@ -126,12 +126,15 @@ def _prefork(args: ServeOptions, socks: list[socket.socket], limits: ServerLimit
     connection that is waiting (15 of 16 keep-alive clients in a test), so the others idle
     while its queue, and the latency of everyone on it, grows.
     """
+    from wikisim.index.sparse_lucene import share_cores
+
     children = []
     for i in range(args.workers):
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            share_cores(args.workers)  # Lucene's search threads: the cores split among workers
             mine = socks[i % len(socks)]
             for other in socks:
                 if other is not mine:

@@ -13,6 +13,8 @@ randomness after `reset`, so episodes replay byte for byte in any process.
 
 Vector envs: `AsyncVectorEnv(fns, shared_memory=False)`; Gymnasium's shared memory for
 `Text` spaces stores character indices of a fixed charset, which free text does not have.
+Over an index past 500k passages, set WIKISIM_SEARCH_THREADS=1 in the workers' environment:
+each would otherwise search Lucene's segments on every core.
 """
 
 from __future__ import annotations

@@ -50,6 +50,44 @@ LUCENE_BUFFER_MB = 512
 #: segment, as before. Lucene gives a thread to each segment past 250k documents
 #: (IndexSearcher.slices).
 LUCENE_SEGMENT_PASSAGES = 500_000
+#: How many threads a Lucene query's segments are searched on in this process, where no
+#: `threads` is passed (like OMP_NUM_THREADS; unset: the cores). Lists never depend on it.
+#: Processes that share a machine split its cores: `wikisim serve --workers N` and
+#: `wikisim sweep --workers N` set it in each of theirs (`share_cores`) unless it is set.
+SEARCH_THREADS_VAR = "WIKISIM_SEARCH_THREADS"
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one: Linux, not macOS)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def search_threads(threads: int | None = None) -> int:
+    """Threads a query's segments are searched on: `threads`, else $WIKISIM_SEARCH_THREADS,
+    else this process's cores."""
+    where = "Lucene search threads"
+    if threads is None:
+        raw = os.environ.get(SEARCH_THREADS_VAR, "").strip()
+        if not raw:
+            return cores()
+        where = f"${SEARCH_THREADS_VAR}"
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ConfigError(f"{where} must be a whole number >= 1, got {raw!r}") from None
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ConfigError(f"{where} must be an integer >= 1, got {threads!r}")
+    return threads
+
+
+def share_cores(processes: int) -> None:
+    """Make this process search on its share of the cores, one of `processes` alike on this
+    machine (so that their search threads do not outnumber the cores), unless
+    $WIKISIM_SEARCH_THREADS already says how many."""
+    if not os.environ.get(SEARCH_THREADS_VAR, "").strip():
+        os.environ[SEARCH_THREADS_VAR] = str(max(1, cores() // max(1, processes)))
 
 
 def check_buffer_mb(buffer_mb: int) -> int:
@@ -203,9 +241,10 @@ def _hit_from_raw(docid: str, raw: str | None, query: str, score: float, max_cha
 class LuceneRetriever(RankedRetriever):
     """BM25 over a Lucene index; with `rm3`, the query is first expanded by RM3 feedback.
 
-    `threads`: how many of a query's segments are searched at once (None: one thread per
-    segment, up to this machine's cores; 1 where processes already fill the cores, e.g. many
-    env workers). An index of LUCENE_SEGMENT_PASSAGES passages or fewer is one segment."""
+    `threads`: how many of a query's segments are searched at once, at most one a segment
+    (None: $WIKISIM_SEARCH_THREADS, else this machine's cores; 1 where processes already fill
+    the cores, e.g. many env workers). An index of LUCENE_SEGMENT_PASSAGES passages or fewer
+    is one segment."""
 
     name = "lucene"
 
@@ -217,8 +256,7 @@ class LuceneRetriever(RankedRetriever):
         rm3: bool = False,
         threads: int | None = None,
     ) -> None:
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(f"Lucene search threads must be an integer >= 1, got {threads!r}")
+        threads = search_threads(threads)
         if not is_lucene_dir(path):
             raise IndexNotBuiltError(
                 f"no Lucene index in {path}; rebuild without --no-lucene: `wikisim build INPUT... --out {path.parent}`"
@@ -235,7 +273,6 @@ class LuceneRetriever(RankedRetriever):
                 ) from e
             self.name = "lucene-rm3"
         # RM3 reranks inside pyserini's search; plain BM25 skips its stored-document reads
-        threads = threads or len(os.sched_getaffinity(0))
         self._topk = None if rm3 else TopK.over(self.searcher.object, threads)
         self.passages = passages
         self.manifest_hash = manifest_hash
