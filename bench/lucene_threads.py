@@ -23,8 +23,16 @@ interleaved question by question:
 at k=10 (11 fetched) and 100 deep (what the hybrid fuses). Each mode's ranked lists are
 checked equal to the serial one's.
 
+From the same question's serial time and tasks it also derives what a query would take on C
+cores (`model_Cc`): the work outside the tasks (serial CPU minus the tasks' CPU) plus the
+term-statistics tasks spread over C threads plus the segments' searches list-scheduled on C
+threads in Lucene's order. The model is checked against the measured `threads` wall time on
+this machine's cores (`model_error`; on 2 cores 9-17% low at 200k, 30-40% low on 2
+segments, so read it as a lower bound), then evaluated at a core a segment and at 16.
+
     .venv/bin/python bench/lucene_threads.py --source DIR_OF_A_BUILT_INDEX --work /tmp/lt \
-        --sizes 10k=437000,200k=8750000 --out bench/results/scale/lucene-threads.json
+        --sizes 10k=437000,2seg=1000000,200k=8750000 \
+        --out bench/results/scale/lucene-threads-model.json
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +104,8 @@ def timed_executor() -> Any:
     return Inline()
 
 
-def _modes(path: Path, cores: int) -> tuple[int, dict[str, Callable[[str, int], Any]]]:
-    """The index's segments, and a function a mode: (question, depth) -> (ranked, ms)."""
+def _modes(path: Path, cores: int) -> Opened:
+    """The index opened in every mode: a function a mode, (question, depth) -> (ranked, ms)."""
     serial = LuceneRetriever(path, None, threads=1)
     parallel = LuceneRetriever(path, None, threads=cores)
     timed = LuceneRetriever(path, None, threads=1)
@@ -123,28 +132,64 @@ def _modes(path: Path, cores: int) -> tuple[int, dict[str, Callable[[str, int], 
         ranked = timed.ranked([q], n)[0]
         # Lucene 9.9 hands the executor a task per segment and term too (term statistics,
         # ~10 us each), then one per slice: the slices' searches are the largest
+        tasks.append([t * 1000 for t in executor.tasks])
         return ranked, max(executor.tasks, default=0.0) * 1000 if slices > 1 else float("nan")
 
-    return segments, {"serial": cpu, "threads": wall, "segment": slowest}
+    tasks: list[list[float]] = []
+    return Opened(segments, slices, tasks, {"serial": cpu, "threads": wall, "segment": slowest})
+
+
+@dataclass
+class Opened:
+    """An index's segments and slices (Lucene's units of a thread), the task CPU ms of each
+    `segment` call in order, and its modes."""
+
+    segments: int
+    slices: int
+    tasks: list[list[float]]
+    modes: dict[str, Callable[[str, int], Any]]
+
+
+def makespan(tasks: list[float], slices: int, cores: int) -> float:
+    """Wall ms of one query's tasks on `cores` threads: the term statistics (all but the
+    `slices` largest, many and small) spread evenly, then the slices' searches, each to the
+    thread free first, in the order Lucene hands them out."""
+    slices = min(slices, len(tasks))
+    big = set(np.argsort(tasks, kind="stable")[len(tasks) - slices :].tolist())
+    free = [0.0] * cores
+    for i in sorted(big):
+        free[free.index(min(free))] += tasks[i]
+    return sum(t for i, t in enumerate(tasks) if i not in big) / cores + max(free)
+
+
+def model(serial: list[float], tasks: list[list[float]], slices: int, cores: int) -> list[float]:
+    """Per call: the work outside the tasks (serial CPU minus the tasks' CPU, at least 0)
+    plus the tasks' makespan on `cores` threads."""
+    return [
+        max(0.0, s - sum(ts)) + makespan(ts, slices, cores)
+        for s, ts in zip(serial, tasks, strict=True)
+    ]
 
 
 def measure(indexes: dict[str, Path], cores: int) -> dict[str, Any]:
     queries, warm = _queries()
     opened = {label: _modes(path, cores) for label, path in indexes.items()}
     for _ in tqdm(range(WARM_PASSES), desc="warm-up", unit=" pass"):
-        for _, modes in opened.values():
+        for o in opened.values():
             for q in warm:
-                for fn in modes.values():
+                for fn in o.modes.values():
                     for n in DEPTHS.values():
                         fn(q, n)
     out: dict[str, Any] = {
-        label: {"segments": segments, "differ": 0} for label, (segments, _) in opened.items()
+        label: {"segments": o.segments, "slices": o.slices, "differ": 0}
+        for label, o in opened.items()
     }
     times: dict[tuple[str, str], list[float]] = {}
+    tasks: dict[tuple[str, str], list[list[float]]] = {}
     steps = [
         (label, name, key, n, fn)
-        for label, (_, modes) in opened.items()
-        for name, fn in modes.items()
+        for label, o in opened.items()
+        for name, fn in o.modes.items()
         for key, n in DEPTHS.items()
     ]
     for rep in range(REPEATS):
@@ -154,11 +199,26 @@ def measure(indexes: dict[str, Path], cores: int) -> dict[str, Any]:
                 ranked, ms = fn(q, n)
                 lists.setdefault((label, key), []).append(ranked)
                 times.setdefault((label, f"{name}_{key}"), []).append(ms)
+                if name == "segment":
+                    tasks.setdefault((label, key), []).append(opened[label].tasks[-1])
             for (label, _), ranked in lists.items():
                 out[label]["differ"] += sum(r != ranked[0] for r in ranked[1:])
+    for (label, key), per_call in tasks.items():
+        serial, slices = times[(label, f"serial_{key}")], opened[label].slices
+        times[(label, f"outside_{key}")] = [
+            max(0.0, s - sum(ts)) for s, ts in zip(serial, per_call, strict=True)
+        ]
+        times[(label, f"tasks_{key}")] = [sum(ts) for ts in per_call]
+        for c in sorted({cores, slices, 16}):
+            times[(label, f"model_{c}c_{key}")] = model(serial, per_call, slices, c)
     for (label, key), ts in times.items():
         out[label][f"{key}_p50_ms"] = float(np.percentile(ts, 50))
         out[label][f"{key}_p99_ms"] = float(np.percentile(ts, 99))
+    for label in opened:
+        for key in DEPTHS:  # the model at this machine's cores against the measured wall time
+            out[label][f"model_error_{key}"] = (
+                out[label][f"model_{cores}c_{key}_p50_ms"] / out[label][f"threads_{key}_p50_ms"] - 1
+            )
     return out
 
 
@@ -204,9 +264,10 @@ def main() -> None:
         result[label]["build_s"] = build_s.get(label)
     smallest, largest = next(iter(indexes)), list(indexes)[-1]
     base = result[smallest]
+    modes = ("serial", "threads", "segment", f"model_{result[largest]['slices']}c", "model_16c")
     result["ratios"] = {
         f"{mode}_{key}": result[largest][f"{mode}_{key}_p50_ms"] / base[f"serial_{key}_p50_ms"]
-        for mode in ("serial", "threads", "segment")
+        for mode in modes
         for key in DEPTHS
     }
     result["cores"] = args.cores
@@ -221,12 +282,18 @@ def main() -> None:
             f"{result[largest][f'serial_{key}_p50_ms']:.2f} ms, {args.cores} threads "
             f"{result[largest][f'threads_{key}_p50_ms']:.2f} ms (wall), slowest segment "
             f"{result[largest][f'segment_{key}_p50_ms']:.2f} ms: "
-            + ", ".join(
-                f"{m} {result['ratios'][f'{m}_{key}']:.2f}x"
-                for m in ("serial", "threads", "segment")
-            )
+            + ", ".join(f"{m} {result['ratios'][f'{m}_{key}']:.2f}x" for m in modes)
             + f" of {smallest}"
         )
+        for label in indexes:
+            r, per_slice = result[label], f"model_{result[label]['slices']}c_{key}_p50_ms"
+            print(
+                f"  {label}: outside the tasks {r[f'outside_{key}_p50_ms']:.2f} ms, tasks "
+                f"{r[f'tasks_{key}_p50_ms']:.2f} ms; model on {args.cores} cores "
+                f"{r[f'model_{args.cores}c_{key}_p50_ms']:.2f} ms against "
+                f"{r[f'threads_{key}_p50_ms']:.2f} measured ({r[f'model_error_{key}']:+.0%}); "
+                f"a core a slice ({r['slices']}) {r[per_slice]:.2f} ms"
+            )
 
 
 if __name__ == "__main__":
