@@ -12,6 +12,14 @@ from wikisim.paths import REPO_ROOT
 
 def start(command: str, index, *extra: str, timeout_s: float = 120) -> tuple[subprocess.Popen, str]:
     """`wikisim COMMAND --index INDEX --port 0 EXTRA...`, and the URL it prints once ready."""
+    proc, line = started(command, index, *extra, timeout_s=timeout_s)
+    return proc, line.split("listening on ")[1].split()[0]
+
+
+def started(
+    command: str, index, *extra: str, timeout_s: float = 120
+) -> tuple[subprocess.Popen, str]:
+    """`wikisim COMMAND --index INDEX --port 0 EXTRA...`, and its "listening on" line."""
     args = [sys.executable, "-m", "wikisim", command, "--index", str(index), "--port", "0", *extra]
     proc = subprocess.Popen(
         args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -26,7 +34,7 @@ def start(command: str, index, *extra: str, timeout_s: float = 120) -> tuple[sub
     if "listening on" not in line:
         proc.kill()
         raise AssertionError(f"wikisim {command} failed: {line!r} {proc.stderr.read()}")
-    return proc, line.split("listening on ")[1].split()[0]
+    return proc, line
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from serve_procs import start, stop
+from serve_procs import start, started, stop
 
 from wikisim.backends.executor import ExecutorConfig, ToolPolicy
 from wikisim.backends.remote import RemoteBackend
@@ -183,7 +183,10 @@ def test_prefork_workers_share_the_port_and_stop_together(sample_index, local, q
     import os
     from pathlib import Path
 
-    proc, url = start_serve(sample_index, "--workers", "2")
+    proc, line = started("serve", sample_index, "--workers", "2")
+    url = line.split("listening on ")[1].split()[0]
+    # each worker searches Lucene's segments on its share of the cores ($WIKISIM_SEARCH_THREADS)
+    assert f"Lucene threads {max(1, len(os.sched_getaffinity(0)) // 2)} a worker" in line
     try:
         expected = {q: local.search([q], 5)[0] for q in queries[:16]}
         clients = [RemoteBackend(url) for _ in range(8)]

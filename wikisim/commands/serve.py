@@ -126,15 +126,12 @@ def _prefork(args: ServeOptions, socks: list[socket.socket], limits: ServerLimit
     connection that is waiting (15 of 16 keep-alive clients in a test), so the others idle
     while its queue, and the latency of everyone on it, grows.
     """
-    from wikisim.index.sparse_lucene import share_cores
-
     children = []
     for i in range(args.workers):
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            share_cores(args.workers)  # Lucene's search threads: the cores split among workers
             mine = socks[i % len(socks)]
             for other in socks:
                 if other is not mine:
@@ -181,6 +178,10 @@ def serve(args: ServeOptions) -> int:
         max_k=args.max_k,
         memo_size=args.memo_size,
     )
+    from wikisim.index.sparse_lucene import search_threads, share_cores
+
+    if args.workers > 1:
+        share_cores(args.workers)  # Lucene's search threads: the cores split among the workers
     spread = args.workers > 1 and BALANCED_REUSEPORT
     sock = bind(
         args.host, args.port, reuse_port=spread
@@ -198,7 +199,7 @@ def serve(args: ServeOptions) -> int:
         )
     print(
         f"wikisim serve: listening on http://{host}:{port} (retriever {args.retriever}, workers {args.workers}, "
-        f"manifest {backend.manifest_hash[:12]})",
+        f"Lucene threads {search_threads()} a worker, manifest {backend.manifest_hash[:12]})",
         flush=True,
     )
     if args.workers == 1:
