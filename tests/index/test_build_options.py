@@ -148,7 +148,9 @@ def test_search_threads_come_from_the_argument_then_the_environment_then_the_cor
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Processes that share a machine split its cores (`share_cores`), unless the user said."""
-    monkeypatch.delenv(SEARCH_THREADS_VAR, raising=False)
+    # blank reads as unset; setenv (not delenv of an unset name) makes monkeypatch restore the
+    # caller's environment after share_cores below writes os.environ itself
+    monkeypatch.setenv(SEARCH_THREADS_VAR, "")
     assert search_threads() == cores() >= 1
     assert search_threads(3) == 3
     for bad in (0, -1, True, 2.0):
