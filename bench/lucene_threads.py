@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -62,6 +61,7 @@ from wikisim.index.sparse_lucene import (  # noqa: E402
     LUCENE_SEGMENT_PASSAGES,
     LuceneRetriever,
     build_lucene,
+    cores,
 )
 
 DEPTHS = {"k10": 10, "deep": 100}
@@ -132,21 +132,19 @@ def _modes(path: Path, cores: int) -> Opened:
         ranked = timed.ranked([q], n)[0]
         # Lucene 9.9 hands the executor a task per segment and term too (term statistics,
         # ~10 us each), then one per slice: the slices' searches are the largest
-        tasks.append([t * 1000 for t in executor.tasks])
         return ranked, max(executor.tasks, default=0.0) * 1000 if slices > 1 else float("nan")
 
-    tasks: list[list[float]] = []
-    return Opened(segments, slices, tasks, {"serial": cpu, "threads": wall, "segment": slowest})
+    return Opened(segments, slices, executor, {"serial": cpu, "threads": wall, "segment": slowest})
 
 
 @dataclass
 class Opened:
-    """An index's segments and slices (Lucene's units of a thread), the task CPU ms of each
-    `segment` call in order, and its modes."""
+    """An index's segments and slices (Lucene's units of a thread), the timed executor whose
+    `tasks` are the last `segment` call's (CPU seconds each, in order), and its modes."""
 
     segments: int
     slices: int
-    tasks: list[list[float]]
+    executor: Any
     modes: dict[str, Callable[[str, int], Any]]
 
 
@@ -200,7 +198,8 @@ def measure(indexes: dict[str, Path], cores: int) -> dict[str, Any]:
                 lists.setdefault((label, key), []).append(ranked)
                 times.setdefault((label, f"{name}_{key}"), []).append(ms)
                 if name == "segment":
-                    tasks.setdefault((label, key), []).append(opened[label].tasks[-1])
+                    done = [t * 1000 for t in opened[label].executor.tasks]
+                    tasks.setdefault((label, key), []).append(done)
             for (label, _), ranked in lists.items():
                 out[label]["differ"] += sum(r != ranked[0] for r in ranked[1:])
     for (label, key), per_call in tasks.items():
@@ -232,7 +231,7 @@ def main() -> None:
         help="label=passages[:passages a segment],... (bench/scale.py's sizes; the segment's "
         "default LUCENE_SEGMENT_PASSAGES); ratios are the last label's against the first's",
     )
-    parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--cores", type=int, default=cores())
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     pyserini_module("search.lucene")  # the JVM, with pyserini's classpath

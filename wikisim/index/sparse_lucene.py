@@ -64,12 +64,16 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+def _environment() -> str:
+    return os.environ.get(SEARCH_THREADS_VAR, "").strip()
+
+
 def search_threads(threads: int | None = None) -> int:
     """Threads a query's segments are searched on: `threads`, else $WIKISIM_SEARCH_THREADS,
     else this process's cores."""
     where = "Lucene search threads"
     if threads is None:
-        raw = os.environ.get(SEARCH_THREADS_VAR, "").strip()
+        raw = _environment()
         if not raw:
             return cores()
         where = f"${SEARCH_THREADS_VAR}"
@@ -86,7 +90,7 @@ def share_cores(processes: int) -> None:
     """Make this process search on its share of the cores, one of `processes` alike on this
     machine (so that their search threads do not outnumber the cores), unless
     $WIKISIM_SEARCH_THREADS already says how many."""
-    if not os.environ.get(SEARCH_THREADS_VAR, "").strip():
+    if not _environment():
         os.environ[SEARCH_THREADS_VAR] = str(max(1, cores() // max(1, processes)))
 
 
