@@ -294,9 +294,12 @@ def stage_search(work: Path) -> dict[str, Any]:
     from wikisim.index.hybrid import FUSION_DEPTH
     from wikisim.index.layout import open_index
     from wikisim.index.ranked import RankedRetriever
-    from wikisim.index.sparse_lucene import LuceneRetriever
+    from wikisim.index.sparse_lucene import SEARCH_THREADS_VAR
 
     torch.set_num_threads(1)
+    # Lucene on one thread too, whose CPU is counted (bench/lucene_threads.py times a big
+    # index's segments searched on threads)
+    os.environ[SEARCH_THREADS_VAR] = "1"
     index = open_index(_write_manifest(work))
     queries, warm = _queries()
     out: dict[str, Any] = {
@@ -309,13 +312,7 @@ def stage_search(work: Path) -> dict[str, Any]:
         if backend not in index.retrievers:
             continue
         rss0 = _rss_mb()
-        # Lucene on one thread, whose CPU is counted (bench/lucene_threads.py times a big
-        # index's segments searched on threads)
-        retriever = (
-            LuceneRetriever(index.path / "lucene", index.passages, threads=1)
-            if backend == "lucene"
-            else cast(RankedRetriever, index.retriever(backend))
-        )
+        retriever = cast(RankedRetriever, index.retriever(backend))
         retriever.search(warm, k=10)  # model load, JVM and its JIT, first pages
         total, rank, hits, wall = [], [], [], []
         for q in queries:
