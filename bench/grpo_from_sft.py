@@ -16,7 +16,10 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      with `--teacher-starts S --teacher-data FILE` (e.g. learn_agent's SEED/sft_data.jsonl), a
      share S of the groups start from a teacher episode's turns before its answer
      (`agent.train.starts`), and the candidates are FILE's questions (at S = 1 there is no probe:
-     pass rates from scratch say nothing of started groups);
+     pass rates from scratch say nothing of started groups); with `--own-starts N` instead
+     (GRPOConfig.own_starts), the start adapter plays one episode of the first N candidates, and
+     GRPO trains only on those it answered after its own searches showed a gold answer, each group
+     started from that episode's turns before its answer (its reading, in its own states; no probe);
   4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
      bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
      (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each
@@ -66,10 +69,11 @@ from learn_agent import (  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from agent.rollout.models import is_adapter, load_local  # noqa: E402
+from agent.rollout.trajectory import read_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
-from agent.train.starts import read_starts  # noqa: E402
+from agent.train.starts import own_starts, read_starts  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 
@@ -170,6 +174,14 @@ def main() -> None:
         help="tokens a <think> may take before </think> is given, in GRPO's rollouts and the "
         "evals (as learn_agent.py's --think-budget; 0: none)",
     )
+    p.add_argument(
+        "--own-starts",
+        type=int,
+        default=0,
+        help="GRPOConfig.own_starts: the start adapter plays one episode of the first N "
+        "candidates, and GRPO trains on those it answered after its own searches showed a gold "
+        "answer, every group started there (its reading, in its own states; no probe)",
+    )
     add_gpu_memory_fraction(p)
     p.add_argument("--eval", choices=("none", "end", "both"), default="none")
     p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
@@ -231,7 +243,7 @@ def main() -> None:
         startable = read_starts(args.teacher_data)
         candidates = [q for q in candidates if q in startable]
     t0 = time.perf_counter()
-    if args.teacher_starts >= 1:  # every group starts from the teacher: pass rates from scratch
+    if args.teacher_starts >= 1 or args.own_starts:  # every group starts: pass rates from scratch
         start = ProbeStart({}, (0.0, 1.0))  # say nothing of it (as in learn_agent.py)
     else:
         start = probe_start(
@@ -281,6 +293,7 @@ def main() -> None:
         max_context_tokens=2048,
         teacher_starts=args.teacher_starts,
         teacher_data=args.teacher_data,
+        own_starts=args.own_starts,
         kl_coef=args.kl_coef,
         retrieval_bonus=args.retrieval_bonus,
         think_budget=args.think_budget,
@@ -299,6 +312,20 @@ def main() -> None:
         deadline=t0 + deadline_s if deadline_s else None,
     )
     grpo_s = time.perf_counter() - t0
+    own = None
+    if args.own_starts:
+        played = list(read_trajectories(out / "grpo" / "own_starts.jsonl"))
+        kept = own_starts(played)
+        own = {
+            "played": len(played),
+            "started": len(kept),
+            "right_then": sum(t.reward >= 1 for t in played if t.task_id in kept),
+        }
+        print(
+            f"own starts: {own['started']} of {own['played']} episodes answered after a gold "
+            f"answer was on screen ({own['right_then']} of them right)",
+            flush=True,
+        )
     keys = (
         "solve_rate",
         "reward",
@@ -321,6 +348,7 @@ def main() -> None:
         "args": vars(args),
         "env": env.to_dict(),
         "probe": {**probe, "candidates": len(candidates), "pass_rates": start.rates},
+        "own_starts": own,
         "steps": [
             {k: r[k] for k in (*keys, "step", "time_step", "time_generate", "time_train")}
             for r in result.history

@@ -171,6 +171,12 @@ class GRPOConfig(TrainConfig):
     teacher_starts: float = 0.0  # share of each step's questions whose group starts from a teacher
     # episode's turns before its answer (reverse curriculum; agent.train.starts), the rest from scratch
     teacher_data: str = ""  # trajectories to start from (e.g. the SFT run's rejection-sampled data)
+    own_starts: int = (
+        0  # > 0: before step 1 the starting weights play one episode of the first this
+    )
+    # many training questions; those answered after their own searches showed a gold answer are the
+    # run's questions, every group started from that episode's turns before its answer (GRPO on the
+    # policy's reading, in its own states: agent.train.starts); saved as own_starts.jsonl
     generation_server: str = (
         ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     )
@@ -211,6 +217,13 @@ class GRPOConfig(TrainConfig):
             )
         if not 0.0 <= self.teacher_starts <= 1.0:
             raise ConfigError(f"teacher_starts={self.teacher_starts} must be a share in [0, 1]")
+        if self.own_starts < 0:
+            raise ConfigError(f"own_starts={self.own_starts} must be >= 0 (0: off)")
+        if self.own_starts and self.teacher_starts:
+            raise ConfigError(
+                f"own_starts={self.own_starts} and teacher_starts={self.teacher_starts}: a run "
+                "starts its groups from the policy's own episodes or from a teacher's, not both"
+            )
         if self.teacher_starts and not self.teacher_data:
             raise ConfigError(
                 f"teacher_starts={self.teacher_starts} needs teacher_data: a trajectories file "

@@ -16,12 +16,13 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
 from agent.eval.metrics import pass_at_k
-from agent.rollout.trajectory import Trajectory
+from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajectories
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
 from agent.train.loop import (
@@ -47,7 +48,7 @@ from agent.train.losses import (
 )
 from agent.train.prefix import PrefixPass, shared_prefix, worth_sharing
 from agent.train.sft import answer_observed
-from agent.train.starts import Starts, pick_starts, read_starts
+from agent.train.starts import Starts, own_starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
 
 
@@ -523,16 +524,19 @@ class _Run:
     sync: Any
     start: int
     pad: int
-    starts: Starts  # task id -> teacher turns (cfg.teacher_data); empty when not starting from them
+    starts: Starts  # task id -> the turns its groups start from; empty when not starting from any
+    questions: list[str]  # the training questions (under cfg.own_starts, those with a start)
 
 
 def _prepare(
     cfg: GRPOConfig,
     task_ids: Sequence[str],
+    sampler: Sampler,
     tags: dict[str, dict[str, str]] | None,
     prior: dict[str, float] | None,
 ) -> _Run:
-    """Model, reference model, optimizer, run folder, curriculum and weight sync, resumed where the run stopped."""
+    """Model, reference model, optimizer, run folder, starts, curriculum and weight sync, resumed
+    where the run stopped."""
     accelerator = make_accelerator(cfg)
     if cfg.questions_per_step % accelerator.num_processes:
         raise ConfigError(
@@ -546,6 +550,10 @@ def _prepare(
     optimizer, scheduler = make_optimizer(cfg, model, cfg.steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     run = RunDir(cfg, accelerator)
+    starts: Starts = read_starts(cfg.teacher_data) if cfg.teacher_starts else {}
+    if cfg.own_starts:
+        starts = _own_starts(cfg, accelerator, model, run.root, sampler, task_ids)
+        task_ids = [t for t in task_ids if t in starts]
     cur = None
     if cfg.curriculum:
         ccfg = CurriculumConfig(
@@ -568,7 +576,6 @@ def _prepare(
             cfg.sync_protocol,
         )
         sync.push(model, start)
-    starts = read_starts(cfg.teacher_data) if cfg.teacher_starts else {}
     return _Run(
         cfg,
         accelerator,
@@ -583,19 +590,55 @@ def _prepare(
         start,
         pad,
         starts,
+        list(task_ids),
     )
 
 
-def _train_step(r: _Run, sampler: Sampler, task_ids: Sequence[str], step: int) -> dict[str, Any]:
+def _own_starts(
+    cfg: GRPOConfig,
+    accelerator: Any,
+    model: Any,
+    root: Path,
+    sampler: Sampler,
+    task_ids: Sequence[str],
+) -> dict[str, tuple[str, ...]]:
+    """`cfg.own_starts`: the starting weights play one episode of each of the first questions at
+    the training temperature (each process a shard); `own_starts.jsonl` in the run folder keeps
+    them all, and a resumed run reads them back instead of playing again."""
+    path = root / "own_starts.jsonl"
+    if not path.is_file():
+        drawn = list(task_ids)[: cfg.own_starts]
+        rank, world = accelerator.process_index, accelerator.num_processes
+        mine = drawn[rank::world]
+        seed = cfg.seed * 31 + 5 + rank
+        played = sampler(accelerator.unwrap_model(model), mine, 1, seed, cfg.temperature)
+        if world > 1:
+            from accelerate.utils import gather_object
+
+            played = gather_object(played)
+        if accelerator.is_main_process:
+            write_trajectories(path, played)
+        accelerator.wait_for_everyone()
+    starts = own_starts(read_trajectories(path))
+    if not starts:
+        raise ConfigError(
+            f"own_starts={cfg.own_starts}: no episode in {path} was answered after a gold answer "
+            "was on screen, so no group can start from one; play more questions or train SFT longer"
+        )
+    return starts
+
+
+def _train_step(r: _Run, sampler: Sampler, step: int) -> dict[str, Any]:
     """Sample this process's share of the step's questions, update, sync the server; the step's record."""
     cfg, accelerator = r.cfg, r.accelerator
     per_proc = cfg.questions_per_step // accelerator.num_processes
-    questions = _step_questions(cfg, list(task_ids), step, r.curriculum)
+    questions = _step_questions(cfg, r.questions, step, r.curriculum)
     mine = questions[
         accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc
     ]
     seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
-    starts = pick_starts(mine, r.starts, cfg.teacher_starts, seed) if r.starts else {}
+    share = 1.0 if cfg.own_starts else cfg.teacher_starts
+    starts = pick_starts(mine, r.starts, share, seed) if r.starts else {}
     t_gen = time.perf_counter()
     model = accelerator.unwrap_model(r.model)
     trajs = sampler(model, mine, cfg.group_size, seed, cfg.temperature, starts)
@@ -653,12 +696,12 @@ def train_grpo(
     """
     if not task_ids:
         raise ConfigError("GRPO needs training questions; the task set is empty")
-    r = _prepare(cfg, task_ids, tags, prior)
+    r = _prepare(cfg, task_ids, sampler, tags, prior)
     history: list[dict[str, Any]] = []
     began = time.perf_counter()
     for step in range(r.start, cfg.steps):
         t0 = time.perf_counter()
-        record = _train_step(r, sampler, task_ids, step)
+        record = _train_step(r, sampler, step)
         done = step + 1
         t_dev = time.perf_counter()
         if dev_ids and cfg.dev_every and (done % cfg.dev_every == 0 or done == cfg.steps):

@@ -4,7 +4,9 @@ From a weak SFT policy most questions' groups are all wrong, and an all-wrong gr
 advantage to learn from (learn_agent's CPU probe: 7 of 8 training questions never solved).
 Started from a teacher's episode just before its answer, the policy has already searched and
 read the page that holds the answer; what is left is to read it off, the skill whose failure
-is most of its wrong answers (another span of what it read). Starting RL from states along a
+is most of its wrong answers (another span of what it read). `own_starts` takes those states
+from the policy's own episodes instead, where its searches showed a gold answer: the
+observations it will face when evaluated, not the teacher's. Starting RL from states along a
 demonstration is Salimans & Chen's (2018) reverse curriculum, which R^3 (Xi et al., 2024)
 applies to LLM reasoning. The teacher's turns are replayed through the env like any other
 turn, so the observations and the reward are the env's own; they are marked `forced` and
@@ -34,6 +36,12 @@ def teacher_starts(trajectories: Iterable[Trajectory]) -> dict[str, tuple[str, .
         if t.task_id not in out and t.answer is not None and len(t.turns) > 1:
             out[t.task_id] = tuple(u.text for u in t.turns[:-1])
     return out
+
+
+def own_starts(trajectories: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
+    """`teacher_starts` of the policy's own episodes whose searches put a gold answer on screen
+    (`metrics["retrieved"]`, set by the sampler): from there, what is left is reading it off."""
+    return teacher_starts(t for t in trajectories if t.metrics.get("retrieved"))
 
 
 def read_starts(path: str | Path) -> dict[str, tuple[str, ...]]:

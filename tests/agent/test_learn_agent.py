@@ -6,6 +6,7 @@ the compact context a small model needs; one SFT step makes the checkpoint the o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from agent.train.starts import teacher_starts
 from agent.train.teachers import ResearchTeacher
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet, load_tasks
+from wikisim.errors import ConfigError
 from wikisim.flags import build_config
 from wikisim.tools.protocol import format_answer
 
@@ -145,6 +147,29 @@ def test_grpo_step_on_smollm2_in_the_env_changes_the_weights(sft_run, smol, tmp_
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
+def started_config(tmp_path: Path, sft_run, **starts) -> GRPOConfig:
+    """One step of one group of 2 from the SFT adapter, its groups started as `starts` say; the
+    entropy bonus gives it a gradient even when the group's rewards tie."""
+    return GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        model="smollm2",
+        init_checkpoint=str(sft_run[0] / "adapter"),
+        lora_rank=4,
+        lora_alpha=8,
+        steps=1,
+        questions_per_step=1,
+        group_size=2,
+        micro_batch_size=2,
+        env=EnvConfig(max_turns=4, **CONTEXT),
+        max_new_tokens=24,
+        cpu=True,
+        dev_every=0,
+        entropy_coef=0.01,
+        exclude_truncated=False,
+        **starts,
+    )
+
+
 def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
     teacher_data, sft_run, smol, tasks, tmp_path
 ):
@@ -162,25 +187,7 @@ def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
         batches.append(sample(*args))
         return batches[-1]
 
-    cfg = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        model="smollm2",
-        init_checkpoint=str(sft_run[0] / "adapter"),
-        lora_rank=4,
-        lora_alpha=8,
-        steps=1,
-        questions_per_step=1,
-        group_size=2,
-        micro_batch_size=2,
-        env=EnvConfig(max_turns=4, **CONTEXT),
-        max_new_tokens=24,
-        cpu=True,
-        dev_every=0,
-        entropy_coef=0.01,
-        exclude_truncated=False,
-        teacher_starts=1.0,
-        teacher_data=str(data),
-    )
+    cfg = started_config(tmp_path, sft_run, teacher_starts=1.0, teacher_data=str(data))
     res = train_grpo(cfg, [task_id], recording)
     assert res.history[0]["started_share"] == 1.0
     n = len(starts[task_id])
@@ -203,6 +210,50 @@ def test_grpo_started_from_a_teacher_trains_only_the_policys_own_turns(
     assert res.history[0]["policy_tokens"] == sum(sum(t.loss_mask()) for t in batches[0])
     saved = read_trajectories(tmp_path / "grpo" / "rollouts" / "step-00001.rank0.jsonl")
     assert [t.canonical() for t in saved] == [t.canonical() for t in batches[0]]
+
+
+def test_grpo_from_its_own_episodes_trains_where_its_searches_showed_the_answer(
+    teacher_data, sft_run, smol, tasks, tmp_path
+):
+    kept, _ = teacher_data
+    runner = runner_for(tasks, max_turns=4, max_new_tokens=24, slots=2)
+    sample = runner.sampler(smol[0])
+    # the starting weights' own episodes: the grounded ones of the teacher's data stand in for
+    # them (a one-step SFT model rarely answers), the first question's marked as never retrieved
+    first = {t.task_id: t for t in reversed(runner.retrievals(kept))}
+    ids = sorted(first)[:3]
+    first[ids[0]] = dataclasses.replace(first[ids[0]], metrics={"retrieved": 0.0})
+    calls = []
+
+    def recording(model, task_ids, n, seed, temperature, starts=None):
+        calls.append((list(task_ids), n, dict(starts or {})))
+        if n == 1 and not starts:  # the own-start episodes
+            return [first[t] for t in task_ids]
+        return sample(model, task_ids, n, seed, temperature, starts)
+
+    cfg = started_config(tmp_path, sft_run, own_starts=2)
+    res = train_grpo(cfg, ids, recording)
+    # the first two questions were played; only the one whose search showed the answer trains
+    assert calls[0][:2] == (ids[:2], 1)
+    assert calls[1][0] == [ids[1]] and calls[1][2] == {
+        ids[1]: teacher_starts([first[ids[1]]])[ids[1]]
+    }
+    assert res.history[0]["started_share"] == 1.0
+    played = list(read_trajectories(tmp_path / "grpo" / "own_starts.jsonl"))
+    assert [t.task_id for t in played] == ids[:2]
+    # resumed, the run reads its starts back instead of playing them again
+    calls.clear()
+    train_grpo(dataclasses.replace(cfg, steps=2, resume=True), ids, recording)
+    assert [c[1] for c in calls] == [2] and calls[0][0] == [ids[1]]
+    # none of them retrieved: a clear error, before any step
+    calls.clear()
+    with pytest.raises(ConfigError, match="own_starts=1: no episode"):
+        train_grpo(
+            dataclasses.replace(cfg, output_dir=str(tmp_path / "none"), own_starts=1),
+            ids,
+            recording,
+        )
+    assert len(calls) == 1
 
 
 def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, tasks, tmp_path):

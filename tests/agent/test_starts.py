@@ -9,7 +9,13 @@ import pytest
 from agent.rollout.react import Generation, TurnRequest
 from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from agent.train.config import GRPOConfig
-from agent.train.starts import StartedPolicy, pick_starts, read_starts, teacher_starts
+from agent.train.starts import (
+    StartedPolicy,
+    own_starts,
+    pick_starts,
+    read_starts,
+    teacher_starts,
+)
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
 
@@ -90,3 +96,14 @@ def test_teacher_starts_need_a_share_and_a_file():
         GRPOConfig(teacher_starts=0.5)
     with pytest.raises(ConfigError, match=r"\[0, 1\]"):
         GRPOConfig(teacher_starts=1.5, teacher_data="x.jsonl")
+
+
+def test_own_starts_are_the_episodes_whose_searches_showed_a_gold_answer():
+    shown = dataclasses.replace(episode("q1", ["search", "answer"]), metrics={"retrieved": 1.0})
+    unseen = dataclasses.replace(episode("q2", ["search", "answer"]), metrics={"retrieved": 0.0})
+    unmarked = episode("q3", ["search", "answer"])
+    assert own_starts([unseen, shown, unmarked]) == {"q1": ("search",)}
+    with pytest.raises(ConfigError, match="own_starts=-1"):
+        GRPOConfig(own_starts=-1)
+    with pytest.raises(ConfigError, match="not both"):
+        GRPOConfig(own_starts=8, teacher_starts=0.5, teacher_data="x.jsonl")
