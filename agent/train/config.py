@@ -171,12 +171,11 @@ class GRPOConfig(TrainConfig):
     teacher_starts: float = 0.0  # share of each step's questions whose group starts from a teacher
     # episode's turns before its answer (reverse curriculum; agent.train.starts), the rest from scratch
     teacher_data: str = ""  # trajectories to start from (e.g. the SFT run's rejection-sampled data)
-    own_starts: int = (
-        0  # > 0: before step 1 the starting weights play one episode of the first this
-    )
-    # many training questions; those answered after their own searches showed a gold answer are the
+    # own_starts > 0: before step 1 the starting weights play one episode of the first this many
+    # training questions; those answered after their own searches showed a gold answer are the
     # run's questions, every group started from that episode's turns before its answer (GRPO on the
     # policy's reading, in its own states: agent.train.starts); saved as own_starts.jsonl
+    own_starts: int = 0
     generation_server: str = (
         ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     )

@@ -601,7 +601,7 @@ def _own_starts(
     root: Path,
     sampler: Sampler,
     task_ids: Sequence[str],
-) -> dict[str, tuple[str, ...]]:
+) -> Starts:
     """`cfg.own_starts`: the starting weights play one episode of each of the first questions at
     the training temperature (each process a shard); `own_starts.jsonl` in the run folder keeps
     them all, and a resumed run reads them back instead of playing again."""
