@@ -19,7 +19,8 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      pass rates from scratch say nothing of started groups); with `--own-starts N` instead
      (GRPOConfig.own_starts), the start adapter plays one episode of the first N candidates, and
      GRPO trains only on those it answered after its own searches showed a gold answer, each group
-     started from that episode's turns before its answer (its reading, in its own states; no probe);
+     started from that episode's turns before its answer (its reading, in its own states; no probe),
+     or with `--own-share S` a share S of them, the rest from scratch;
   4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
      bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
      (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each
@@ -182,6 +183,13 @@ def main() -> None:
         "candidates, and GRPO trains on those it answered after its own searches showed a gold "
         "answer, every group started there (its reading, in its own states; no probe)",
     )
+    p.add_argument(
+        "--own-share",
+        type=float,
+        default=1.0,
+        help="GRPOConfig.own_share: with --own-starts, the share of each step's groups started "
+        "from the own episode; the rest play the question from scratch (searching stays paid)",
+    )
     add_gpu_memory_fraction(p)
     p.add_argument("--eval", choices=("none", "end", "both"), default="none")
     p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
@@ -294,6 +302,7 @@ def main() -> None:
         teacher_starts=args.teacher_starts,
         teacher_data=args.teacher_data,
         own_starts=args.own_starts,
+        own_share=args.own_share,
         kl_coef=args.kl_coef,
         retrieval_bonus=args.retrieval_bonus,
         think_budget=args.think_budget,

@@ -176,6 +176,9 @@ class GRPOConfig(TrainConfig):
     # run's questions, every group started from that episode's turns before its answer (GRPO on the
     # policy's reading, in its own states: agent.train.starts); saved as own_starts.jsonl
     own_starts: int = 0
+    # under own_starts, the share of each step's questions whose group starts from that episode;
+    # the rest play from scratch, where the retrieval bonus and the answer still pay for searching
+    own_share: float = 1.0
     generation_server: str = (
         ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     )
@@ -218,6 +221,8 @@ class GRPOConfig(TrainConfig):
             raise ConfigError(f"teacher_starts={self.teacher_starts} must be a share in [0, 1]")
         if self.own_starts < 0:
             raise ConfigError(f"own_starts={self.own_starts} must be >= 0 (0: off)")
+        if not 0.0 <= self.own_share <= 1.0:
+            raise ConfigError(f"own_share={self.own_share} must be a share in [0, 1]")
         if self.own_starts and self.teacher_starts:
             raise ConfigError(
                 f"own_starts={self.own_starts} and teacher_starts={self.teacher_starts}: a run "

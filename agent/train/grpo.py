@@ -637,7 +637,7 @@ def _train_step(r: _Run, sampler: Sampler, step: int) -> dict[str, Any]:
         accelerator.process_index * per_proc : (accelerator.process_index + 1) * per_proc
     ]
     seed = (cfg.seed * 100_003 + step) * 1_000 + accelerator.process_index
-    share = 1.0 if cfg.own_starts else cfg.teacher_starts
+    share = cfg.own_share if cfg.own_starts else cfg.teacher_starts
     starts = pick_starts(mine, r.starts, share, seed) if r.starts else {}
     t_gen = time.perf_counter()
     model = accelerator.unwrap_model(r.model)

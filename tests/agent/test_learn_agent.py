@@ -241,10 +241,11 @@ def test_grpo_from_its_own_episodes_trains_where_its_searches_showed_the_answer(
     assert res.history[0]["started_share"] == 1.0
     played = list(read_trajectories(tmp_path / "grpo" / "own_starts.jsonl"))
     assert [t.task_id for t in played] == ids[:2]
-    # resumed, the run reads its starts back instead of playing them again
+    # resumed, the run reads its starts back instead of playing them again; at own_share 0 the
+    # same question's group plays from scratch
     calls.clear()
-    train_grpo(dataclasses.replace(cfg, steps=2, resume=True), ids, recording)
-    assert [c[1] for c in calls] == [2] and calls[0][0] == [ids[1]]
+    train_grpo(dataclasses.replace(cfg, steps=2, resume=True, own_share=0.0), ids, recording)
+    assert [c[1] for c in calls] == [2] and calls[0][0] == [ids[1]] and calls[0][2] == {}
     # none of them retrieved: a clear error, before any step
     calls.clear()
     with pytest.raises(ConfigError, match="own_starts=1: no episode"):

@@ -105,5 +105,7 @@ def test_own_starts_are_the_episodes_whose_searches_showed_a_gold_answer():
     assert own_starts([unseen, shown, unmarked]) == {"q1": ("search",)}
     with pytest.raises(ConfigError, match="own_starts=-1"):
         GRPOConfig(own_starts=-1)
+    with pytest.raises(ConfigError, match=r"own_share=1.5 must be a share in \[0, 1\]"):
+        GRPOConfig(own_starts=8, own_share=1.5)
     with pytest.raises(ConfigError, match="not both"):
         GRPOConfig(own_starts=8, teacher_starts=0.5, teacher_data="x.jsonl")
