@@ -20,7 +20,8 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      (GRPOConfig.own_starts), the start adapter plays one episode of the first N candidates, and
      GRPO trains only on those it answered after its own searches showed a gold answer, each group
      started from that episode's turns before its answer (its reading, in its own states; no probe),
-     or with `--own-share S` a share S of them, the rest from scratch;
+     or with `--own-share S` a share S of them, the rest from scratch (`--own-episodes FILE` reuses
+     another run's played episodes);
   4. `--eval end|both`: greedy EM of the GRPO adapter (and, with both, the start adapter) on
      bench/learn_agent.py's held-out sets (`--eval-sets`), through the harness behind `wikisim eval`
      (each run a `wikisim eval` folder: `wikisim compare START END` pairs them); per set, each
@@ -190,6 +191,12 @@ def main() -> None:
         help="GRPOConfig.own_share: with --own-starts, the share of each step's groups started "
         "from the own episode; the rest play the question from scratch (searching stays paid)",
     )
+    p.add_argument(
+        "--own-episodes",
+        default="",
+        help="with --own-starts, another run's grpo/own_starts.jsonl to start from instead of "
+        "playing them again (the same --init, --seed, --temperature and N give the same file)",
+    )
     add_gpu_memory_fraction(p)
     p.add_argument("--eval", choices=("none", "end", "both"), default="none")
     p.add_argument("--eval-sets", default=",".join(EVAL_SETS), help="held-out sets evaluated")
@@ -197,6 +204,8 @@ def main() -> None:
     p.add_argument("--start-run", default="", help="an eval folder of the start adapter to reuse")
     p.add_argument("--name", default="")
     args = p.parse_args()
+    if args.own_episodes and not (args.own_starts and Path(args.own_episodes).is_file()):
+        p.error(f"--own-episodes {args.own_episodes!r} needs --own-starts and an existing file")
     if args.eval == "end" and not args.start_run:  # else it fails after the GRPO steps
         p.error(
             "--eval end is paired with the start adapter's eval: give --start-run DIR, or --eval both"
@@ -207,6 +216,9 @@ def main() -> None:
     name = "grpo_from_sft" + (f"_{args.name}" if args.name else "")
     out = RESULTS / name
     shutil.rmtree(out, ignore_errors=True)
+    if args.own_episodes:  # GRPOConfig.own_starts reads the run folder's file back
+        (out / "grpo").mkdir(parents=True)
+        shutil.copyfile(args.own_episodes, out / "grpo" / "own_starts.jsonl")
     began = time.perf_counter()
     data = load_data(args.eval_limit)
     env = build_config(
