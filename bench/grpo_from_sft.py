@@ -17,7 +17,7 @@ advantage is 0); from a weak SFT policy that is most questions. So before traini
      share S of the groups start from a teacher episode's turns before its answer
      (`agent.train.starts`), and the candidates are FILE's questions (at S = 1 there is no probe:
      pass rates from scratch say nothing of started groups); with `--own-starts N` instead
-     (GRPOConfig.own_starts), the start adapter plays one episode of the first N candidates, and
+     (GRPOConfig.own_starts), the start adapter plays one episode of N candidates (drawn by the seed), and
      GRPO trains only on those it answered after its own searches showed a gold answer, each group
      started from that episode's turns before its answer (its reading, in its own states; no probe),
      or with `--own-share S` a share S of them, the rest from scratch (`--own-episodes FILE` reuses
@@ -180,7 +180,7 @@ def main() -> None:
         "--own-starts",
         type=int,
         default=0,
-        help="GRPOConfig.own_starts: the start adapter plays one episode of the first N "
+        help="GRPOConfig.own_starts: the start adapter plays one episode of N (drawn by the seed) "
         "candidates, and GRPO trains on those it answered after its own searches showed a gold "
         "answer, every group started there (its reading, in its own states; no probe)",
     )

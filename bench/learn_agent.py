@@ -7,17 +7,15 @@ The real model the package ships, its own tokenizer and chat template, the real 
      correct, well-formed, distinct trajectories whose answer was observed are kept;
   3. SFT (LoRA) on them, then GRPO from the SFT adapter, both exactly as `wikisim train sft|grpo`
      run them (`agent.train.sft.train_sft`, `agent.train.grpo.train_grpo`); GRPO trains on the
-     training questions the teacher answered from an observation, starting on those the SFT
-     policy sometimes solves (its pass rates, probed on `--probe-questions` of them, are the
-     curriculum's prior: a group with equal rewards has no advantage), one group per question
-     before fresh ones (`--question-groups`, as a pass over a dataset; session 13's GRPO sampled
-     its 8-13 in-band questions 2.5-7 groups each, their training reward rose 0.3 -> 0.5-0.7 and
-     held-out EM moved +0.011), with the env's F1 reward
-     (partial credit; `--grpo-reward em` for exact match) paid only for an answer read in an
-     observation (`--no-grounded-only` pays recall too; `--retrieval-bonus B` pays B more to a
-     rollout whose own searches put a gold answer on screen), at temperature 0.7; with
-     `--teacher-starts S`, a share S of the groups start from the teacher's own episode just
-     before its answer (`agent.train.starts`: the page is read, the policy answers from there);
+     training questions the teacher answered from an observation: the SFT policy first plays
+     one episode of `--own-starts N` of them, and GRPO trains on those it answered after its own
+     searches put a gold answer on screen, every group started from that episode's turns before
+     its answer (`agent.train.starts`: its reading, in its own states), one group per question
+     before a second pass, with exact match as the reward, paid only for an answer read in an
+     observation (`--no-grounded-only` pays recall too), at temperature 0.7. `--own-starts 0`
+     plays from scratch instead, starting on the questions the SFT policy sometimes solves (pass
+     rates probed on `--probe-questions` of them), with `--teacher-starts S` a share S of the
+     groups from the teacher's episode before its answer;
   4. each checkpoint evaluated by the harness behind `wikisim eval --policy DIR` (greedy), and
      the scripted `search-answer` floor on the same questions and env options.
 Training questions: the train split of the questions synthesized over the run's own index
@@ -30,11 +28,11 @@ The method is `configs/learn/sft.yaml` and `grpo.yaml`'s (the flags' defaults co
 this bench and `wikisim train sft|grpo --config configs/learn/...` run one method): the
 research-known teacher; env options for a small model's context (3 results per search,
 150-token extracts, the compact system prompt, the same turn format, 4 turns of at most 128
-tokens, a think closed after 56 tokens; the paper's defaults are otherwise unchanged); GRPO's F1
-paid only for an answer read in an observation, the retrieval bonus, the format penalty, the KL
-penalty to the SFT weights and half the groups started from a teacher episode. Only the sizes
-(steps, batches, questions) are the profiles' own, and GRPO's learning rate (3e-4 for 2-question
-steps; the config's 2e-4 is for its 8-question ones).
+tokens, thinking closed after a turn's 56th token; the paper's defaults are otherwise
+unchanged); GRPO from the policy's own episodes, exact match paid only for an answer read in an
+observation, the format penalty and the KL penalty to the SFT weights. Only the sizes (steps,
+batches, questions, own episodes played) are the profiles' own, and GRPO's learning rate (3e-4
+for 2-question steps; the config's 2e-4 is for its 8-question ones).
 
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 12.7 min on 2 cores
     .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds in 2 hours on 2 cores
@@ -77,12 +75,13 @@ from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
 from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
 from agent.rollout.react import ChatFormat  # noqa: E402
-from agent.rollout.trajectory import Trajectory, write_trajectories  # noqa: E402
+from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, cap_direct, rejection_sample, train_sft  # noqa: E402
+from agent.train.starts import own_starts  # noqa: E402
 from agent.train.teachers import (  # noqa: E402
     RESEARCH_TEACHERS,
     ResearchTeacher,
@@ -472,6 +471,8 @@ class Bench:
             think_budget=a.think_budget,
             teacher_starts=a.teacher_starts,
             teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
+            own_starts=a.own_starts,
+            own_share=a.own_share if a.own_starts else 1.0,
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
         runner = self.runner
@@ -490,7 +491,8 @@ class Bench:
         train_ids = [q for q in questions if report.kept.get(q)]
         res["grpo_candidates"] = len(train_ids)
         prior = None
-        if a.teacher_starts < 1:  # from the teacher's starts, pass rates from scratch say nothing
+        if a.teacher_starts < 1 and not a.own_starts:  # pass rates from scratch say nothing of
+            # groups started from a teacher's or the policy's own episode
             start = self.probe(seed, sampler, train_ids, sft.final_dir, gcfg.temperature, res)
             prior = start.prior
         if prior:  # start on the questions the SFT policy sometimes solves
@@ -506,6 +508,15 @@ class Bench:
         stop_by = deadline - 1.5 * eval_s - 30 if a.deadline_s else None
         g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, deadline=stop_by)
         res["grpo_steps_run"] = g.steps
+        if a.own_starts:
+            played = list(read_trajectories(out / "grpo" / "own_starts.jsonl"))
+            res["own_starts"] = {
+                "played": len(played),
+                "started": len(own_starts(played)),
+                "right_then": sum(
+                    t.metrics.get("em", 0.0) == 1.0 for t in played if t.metrics.get("retrieved")
+                ),
+            }
         res["time_s"]["grpo"] = time.perf_counter() - t0
         self.gpu_peak("grpo")
         res["grpo_curve"] = [
@@ -805,6 +816,22 @@ def arguments() -> argparse.ArgumentParser:
     add_question_groups(p)
     add_retrieval_bonus(p, GRPO_RECIPE.retrieval_bonus)
     p.add_argument(
+        "--own-starts",
+        type=int,
+        default=None,
+        help="GRPOConfig.own_starts: the SFT policy plays one episode of this many of GRPO's "
+        "candidates, and GRPO trains on those it answered after its own searches showed a gold "
+        "answer, each group started from that episode's turns before its answer (no probe); 0: "
+        "off, GRPO from scratch (default: the profile's; configs/learn/grpo.yaml's on the GPU)",
+    )
+    p.add_argument(
+        "--own-share",
+        type=float,
+        default=GRPO_RECIPE.own_share,
+        help="GRPOConfig.own_share: under --own-starts, the share of groups started from the "
+        "own episode, the rest played from scratch",
+    )
+    p.add_argument(
         "--teacher-starts",
         type=float,
         default=GRPO_RECIPE.teacher_starts,
@@ -864,13 +891,14 @@ def main() -> None:
     quick = {
         "seeds": [0],
         "eval_limit": 4,
-        "sft_questions": 40,
+        "sft_questions": 80,  # ~30 the teacher answers: GRPO's candidates
         "samples_per_question": 2,
         "sft_steps": 8,
         "sft_batch": 4,
         "grpo_steps": 2,
         "questions_per_step": 2,
         "probe_questions": 4,
+        "own_starts": 32,  # at 16, 2 started, every rollout wrong: no gradient
         "group_size": 4,
         "dev_every": 2,  # one held-out point, after the last step: each takes ~60 s here
         "dev_per_set": 1,
@@ -892,6 +920,7 @@ def main() -> None:
         "grpo_steps": 20,
         "questions_per_step": 2,
         "probe_questions": 8,
+        "own_starts": 48,  # ~5 min to play here; ~16 start, for the steps the deadline fits
         "group_size": 8,
         "dev_every": 1,  # 2-3 steps fit: a held-out point after each (~60 s)
         "dev_per_set": 1,
@@ -910,6 +939,7 @@ def main() -> None:
         "grpo_steps": 40,
         "questions_per_step": 8,
         "probe_questions": 96,
+        "own_starts": GRPO_RECIPE.own_starts,
         "group_size": 8,
         "dev_every": 10,
         "dev_per_set": 6,

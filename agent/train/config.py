@@ -171,10 +171,10 @@ class GRPOConfig(TrainConfig):
     teacher_starts: float = 0.0  # share of each step's questions whose group starts from a teacher
     # episode's turns before its answer (reverse curriculum; agent.train.starts), the rest from scratch
     teacher_data: str = ""  # trajectories to start from (e.g. the SFT run's rejection-sampled data)
-    # own_starts > 0: before step 1 the starting weights play one episode of the first this many
-    # training questions; those answered after their own searches showed a gold answer are the
-    # run's questions, every group started from that episode's turns before its answer (GRPO on the
-    # policy's reading, in its own states: agent.train.starts); saved as own_starts.jsonl
+    # own_starts > 0: before step 1 the starting weights play one episode of this many training
+    # questions (drawn by the seed); those answered after their own searches showed a gold answer
+    # are the run's questions, every group started from that episode's turns before its answer
+    # (GRPO on the policy's reading, in its own states: agent.train.starts); own_starts.jsonl
     own_starts: int = 0
     # under own_starts, the share of each step's questions whose group starts from that episode;
     # the rest play from scratch, where the retrieval bonus and the answer still pay for searching
@@ -223,6 +223,11 @@ class GRPOConfig(TrainConfig):
             raise ConfigError(f"own_starts={self.own_starts} must be >= 0 (0: off)")
         if not 0.0 <= self.own_share <= 1.0:
             raise ConfigError(f"own_share={self.own_share} must be a share in [0, 1]")
+        if self.own_share != 1.0 and not self.own_starts:
+            raise ConfigError(
+                f"own_share={self.own_share} is the share of groups started from the policy's own "
+                "episodes: set own_starts (how many training questions it plays first) as well"
+            )
         if self.own_starts and self.teacher_starts:
             raise ConfigError(
                 f"own_starts={self.own_starts} and teacher_starts={self.teacher_starts}: a run "

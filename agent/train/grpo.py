@@ -602,12 +602,16 @@ def _own_starts(
     sampler: Sampler,
     task_ids: Sequence[str],
 ) -> Starts:
-    """`cfg.own_starts`: the starting weights play one episode of each of the first questions at
-    the training temperature (each process a shard); `own_starts.jsonl` in the run folder keeps
-    them all, and a resumed run reads them back instead of playing again."""
+    """`cfg.own_starts`: the starting weights play one episode of each of that many questions,
+    drawn by the seed whatever order the task files list them in (the first N of a file list
+    would all be its first file's), at the training temperature (each process a shard);
+    `own_starts.jsonl` in the run folder keeps them all, and a resumed run reads them back
+    instead of playing again."""
     path = root / "own_starts.jsonl"
     if not path.is_file():
-        drawn = list(task_ids)[: cfg.own_starts]
+        drawn = sorted(task_ids)
+        random.Random(cfg.seed * 31 + 7).shuffle(drawn)
+        drawn = drawn[: cfg.own_starts]
         rank, world = accelerator.process_index, accelerator.num_processes
         mine = drawn[rank::world]
         seed = cfg.seed * 31 + 5 + rank

@@ -219,42 +219,45 @@ def test_grpo_from_its_own_episodes_trains_where_its_searches_showed_the_answer(
     runner = runner_for(tasks, max_turns=4, max_new_tokens=24, slots=2)
     sample = runner.sampler(smol[0])
     # the starting weights' own episodes: the grounded ones of the teacher's data stand in for
-    # them (a one-step SFT model rarely answers), the first question's marked as never retrieved
+    # them (a one-step SFT model rarely answers), the first question played marked as never retrieved
     first = {t.task_id: t for t in reversed(runner.retrievals(kept))}
     ids = sorted(first)[:3]
-    first[ids[0]] = dataclasses.replace(first[ids[0]], metrics={"retrieved": 0.0})
     calls = []
 
     def recording(model, task_ids, n, seed, temperature, starts=None):
         calls.append((list(task_ids), n, dict(starts or {})))
         if n == 1 and not starts:  # the own-start episodes
-            return [first[t] for t in task_ids]
+            played = [first[t] for t in task_ids]
+            return [dataclasses.replace(played[0], metrics={"retrieved": 0.0}), *played[1:]]
         return sample(model, task_ids, n, seed, temperature, starts)
 
     cfg = started_config(tmp_path, sft_run, own_starts=2)
     res = train_grpo(cfg, ids, recording)
-    # the first two questions were played; only the one whose search showed the answer trains
-    assert calls[0][:2] == (ids[:2], 1)
-    assert calls[1][0] == [ids[1]] and calls[1][2] == {
-        ids[1]: teacher_starts([first[ids[1]]])[ids[1]]
+    # two of the three questions were played, drawn by the seed; only the one whose search
+    # showed the answer trains
+    drawn = calls[0][0]
+    assert calls[0][1] == 1 and len(drawn) == 2 and set(drawn) < set(ids)
+    assert calls[1][0] == [drawn[1]] and calls[1][2] == {
+        drawn[1]: teacher_starts([first[drawn[1]]])[drawn[1]]
     }
     assert res.history[0]["started_share"] == 1.0
     played = list(read_trajectories(tmp_path / "grpo" / "own_starts.jsonl"))
-    assert [t.task_id for t in played] == ids[:2]
+    assert [t.task_id for t in played] == drawn
     # resumed, the run reads its starts back instead of playing them again; at own_share 0 the
     # same question's group plays from scratch
     calls.clear()
     train_grpo(dataclasses.replace(cfg, steps=2, resume=True, own_share=0.0), ids, recording)
-    assert [c[1] for c in calls] == [2] and calls[0][0] == [ids[1]] and calls[0][2] == {}
-    # none of them retrieved: a clear error, before any step
+    assert [c[1] for c in calls] == [2] and calls[0][0] == [drawn[1]] and calls[0][2] == {}
+    # the same draw whatever the questions' order; none of them retrieved: a clear error, before
+    # any step
     calls.clear()
     with pytest.raises(ConfigError, match="own_starts=1: no episode"):
         train_grpo(
             dataclasses.replace(cfg, output_dir=str(tmp_path / "none"), own_starts=1),
-            ids,
+            ids[::-1],
             recording,
         )
-    assert len(calls) == 1
+    assert [c[0] for c in calls] == [drawn[:1]]
 
 
 def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, tasks, tmp_path):

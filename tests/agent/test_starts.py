@@ -107,5 +107,9 @@ def test_own_starts_are_the_episodes_whose_searches_showed_a_gold_answer():
         GRPOConfig(own_starts=-1)
     with pytest.raises(ConfigError, match=r"own_share=1.5 must be a share in \[0, 1\]"):
         GRPOConfig(own_starts=8, own_share=1.5)
+    with pytest.raises(ConfigError, match="own_share=0.75 .* set own_starts"):
+        GRPOConfig(
+            own_share=0.75
+        )  # ignored without own starts: an error rather than a silent no-op
     with pytest.raises(ConfigError, match="not both"):
         GRPOConfig(own_starts=8, teacher_starts=0.5, teacher_data="x.jsonl")

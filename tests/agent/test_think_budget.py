@@ -14,6 +14,7 @@ from agent.rollout.policies.transformers_policy import (
     THINK_CLOSE,
     SamplingConfig,
     TransformersPolicy,
+    _Rows,
 )
 from agent.rollout.react import ChatFormat, Generation
 from agent.rollout.trajectory import Trajectory, Turn
@@ -74,6 +75,30 @@ def test_a_think_past_its_budget_is_closed_and_the_turn_goes_on(smol, fixed: boo
         growing = _sample(smol, BUDGET, False)
         assert [r[0] for r in growing] == [r[0] for r in forced]
         assert [r[2] for r in growing] == [r[2] for r in forced]
+
+
+@pytest.mark.parametrize(
+    ("text", "owed"),
+    [
+        ("<think>\nKnown.\n</think>\nSo the answer is, I think, <think>", True),
+        ("<think>\nKnown.\n</think>\nSo the answer is, I think, known", False),
+        ("Let me look this up before I answer it properly <think>", True),
+        ("<think>\nThe page names its producer and more", True),
+    ],
+)
+def test_the_budget_is_the_turns_a_think_opened_past_it_is_closed(
+    smol, text: str, owed: bool
+) -> None:
+    tok, model = smol
+    policy = TransformersPolicy(tok, model, sampling=SamplingConfig(think_budget=BUDGET))
+    ids = tok.encode(text, add_special_tokens=False)
+    assert len(ids) > BUDGET  # the premise: the think opens (or stays open) past the budget
+    rows = _Rows(1)
+    for t in ids:
+        assert policy._add(rows, 0, t, -1.0, 128)
+        if rows.owed:  # closed at once: the last id opened the think (or reached the budget)
+            break
+    assert rows.owed == ({0: tok.encode(THINK_CLOSE, add_special_tokens=False)} if owed else {})
 
 
 def test_given_ids_are_out_of_the_loss_and_survive_a_round_trip() -> None:

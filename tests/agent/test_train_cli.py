@@ -71,8 +71,16 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
     a = bench["arguments"]().parse_args([])
     assert (a.teacher, a.sft_lr, a.lora_rank) == (sft.teacher, sft.lr, sft.lora_rank)
     assert a.teacher != "research"  # the research-known teacher, not the bench's old default
-    shaping = ("format_penalty", "grounded_only", "kl_coef", "retrieval_bonus", "teacher_starts")
+    shaping = (
+        "format_penalty",
+        "grounded_only",
+        "kl_coef",
+        "retrieval_bonus",
+        "teacher_starts",
+        "own_share",
+    )
     assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
+    assert grpo.own_starts and a.own_starts is None  # on: the profile sizes it (gpu: the config's)
     assert (a.grpo_temperature, a.max_new_tokens, a.think_budget, a.max_context) == (
         grpo.temperature,
         grpo.max_new_tokens,

@@ -54,7 +54,9 @@ class SamplingConfig:
     think_budget: tokens a turn's `<think>` may take (0: no limit). A row whose think is still
         open at that count is given `</think>` and spends the rest of the turn's budget on its
         call or answer (budget forcing, as in s1, Muennighoff et al. 2025): a small model that
-        quotes at length otherwise reaches max_new_tokens before it closes its answer. The given
+        quotes at length otherwise reaches max_new_tokens before it closes its answer. A think
+        opened after that count is closed at once: the budget is the turn's (a GRPO policy
+        chained thinks past it in 16 of 96 held-out episodes, docs/learning-log.md). The given
         ids are recorded (`Turn.forced_at`) and never trained on.
     """
 
@@ -309,15 +311,17 @@ class TransformersPolicy:
         return out.sampled()
 
     def _add(self, out: _Rows, row: int, tok: int, logprob: float, limit: int) -> bool:
-        """Append a row's token; whether the row goes on. A think that has just spent its budget
-        unclosed is owed `</think>`, given over the next steps by `_give`."""
+        """Append a row's token; whether the row goes on. A think still open at the turn's
+        budget-th token, or opened after it, is owed `</think>`, given over the next steps by
+        `_give`: the budget is the turn's, so a policy cannot chain thinks past it."""
         out.ids[row].append(tok)
         out.logprobs[row].append(logprob)
         if self._stopped(out.ids[row], limit):
             return False
-        if len(out.ids[row]) == self.sampling.think_budget:
+        budget, n = self.sampling.think_budget, len(out.ids[row])
+        if budget and n >= budget and row not in out.owed and (n == budget or tok in self._closers):
             text = self.tokenizer.decode(out.ids[row], skip_special_tokens=False)
-            if "<think>" in text and "</think>" not in text:
+            if text.rfind("<think>") > text.rfind("</think>"):
                 out.owed[row] = list(self._think_close)
         return True
 
