@@ -456,6 +456,7 @@ class Bench:
             format_penalty=a.format_penalty,
             grounded_only=a.grounded_only,
             exclude_truncated=a.exclude_truncated,
+            unanswered_negative=a.unanswered_negative,
             kl_coef=a.kl_coef,
             retrieval_bonus=a.retrieval_bonus,
             steps=a.grpo_steps,
@@ -789,6 +790,15 @@ def arguments() -> argparse.ArgumentParser:
         "started steps on 2 CPU cores: the policy's turn format collapsed, held-out EM 0.050 against "
         "0.083 after SFT and 0.117 with them left out; "
         "bench/results/learn_agent_starts_s21_seed0_keeptrunc.json)",
+    )
+    p.add_argument(
+        "--unanswered-negative",
+        action=argparse.BooleanOptionalAction,
+        default=GRPO_RECIPE.unanswered_negative,
+        help="GRPOConfig.unanswered_negative: a rollout that spent every turn on well-formed "
+        "tool calls without answering is a negative, not a conservative exclusion (without it, "
+        "seed 0's own-start GRPO left 36 of 60 held-out episodes unanswered; "
+        "bench/results/learn_agent_cpu_s35_seed0.json)",
     )
     p.add_argument(
         "--kl-coef",

@@ -143,6 +143,11 @@ class GRPOConfig(TrainConfig):
     exclude_truncated: bool = (
         True  # conservative negatives: drop truncated rollouts without an answer
     )
+    # under exclude_truncated, a rollout that spent every turn on well-formed tool calls without
+    # answering stays in the loss as a negative: only wrong answers were pushed down otherwise,
+    # and a CPU seed's own-start GRPO learned to visit until its turns ran out (36 of 60 held-out
+    # episodes unanswered after 12 steps, against 2 after SFT; docs/learning-log.md, session 35)
+    unanswered_negative: bool = False
     clip_eps: float = 0.0  # > 0: PPO ratio clipping against the sampler's log-probs
     kl_coef: float = 0.0  # > 0: k3 KL to the frozen initial weights
     format_penalty: float = (

@@ -94,6 +94,17 @@ def well_formed(t: Trajectory) -> bool:
     return t.terminated and t.answer is not None
 
 
+def searched_out(t: Trajectory) -> bool:
+    """Ran out of turns, every one of them a well-formed tool call: the policy chose to search
+    or visit again rather than answer, where a limit cutting a turn short (a "?" call, or none)
+    did not stop it (`GRPOConfig.unanswered_negative`)."""
+    return (
+        t.truncated
+        and t.answer is None
+        and all(u.tool_calls and "?" not in u.tool_calls for u in t.turns)
+    )
+
+
 def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
     """Sums over this process's rollouts (means are taken after summing over processes); tokens,
     turns and tool calls count the policy's own turns, not a teacher's replayed start."""
@@ -143,9 +154,9 @@ def advantages_for(
     else:
         adv = std_normalized_advantages(rewards, cfg.group_size)
     if cfg.exclude_truncated:
+        cut = [t.truncated and not (cfg.unanswered_negative and searched_out(t)) for t in trajs]
         include = conservative_include(
-            torch.tensor([t.truncated for t in trajs]),
-            torch.tensor([t.answer is not None for t in trajs]),
+            torch.tensor(cut), torch.tensor([t.answer is not None for t in trajs])
         )
     else:
         include = torch.ones(len(trajs), dtype=torch.bool)

@@ -68,6 +68,24 @@ def test_advantages_and_conservative_exclusion(tok, tmp_path):
     assert pen[3].item() == pytest.approx(-1 - 1 / 3)
 
 
+def test_a_rollout_that_searched_until_its_turns_ran_out_can_be_a_negative(tok, tmp_path):
+    trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(2, 3))
+
+    def last_turn_calls(t, calls):
+        return dataclasses.replace(
+            t, turns=(*t.turns[:-1], dataclasses.replace(t.turns[-1], tool_calls=calls))
+        )
+
+    trajs[2] = last_turn_calls(trajs[2], ("?",))  # its last turn was cut: no call parsed
+    trajs[3] = last_turn_calls(trajs[3], ("visit",))  # every turn a call, never an answer
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    _, conservative = advantages_for(trajs, cfg)
+    assert conservative.tolist() == [True, True, False, False]
+    adv, inc = advantages_for(trajs, dataclasses.replace(cfg, unanswered_negative=True))
+    assert inc.tolist() == [True, True, False, True]  # the cut one stays out
+    assert adv[3].item() == pytest.approx(-1 / 3)  # pushed down as a wrong answer is
+
+
 def test_grounded_only_gives_no_reward_to_an_answer_never_observed(tok, tmp_path):
     trajs = group(tok, [1.0, 1.0, 0.0, 0.0])
     first = trajs[1].turns[0]
