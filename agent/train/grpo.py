@@ -113,7 +113,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "n": float(len(trajs)),
         "reward": sum(t.reward for t in trajs),
         "solve_rate": float(sum(solved(t) for t in trajs)),
-        "started_share": float(sum(len(o) < len(t.turns) for o, t in zip(own, trajs, strict=True))),
+        "started_share": float(sum(map(started, trajs))),
         "response_tokens": float(sum(len(u.ids) for o in own for u in o)),
         "turns": float(sum(map(len, own))),
         "tool_calls": float(sum(len(u.tool_calls) for o in own for u in o)),
@@ -122,6 +122,11 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "grounded_share": float(sum(map(answer_observed, trajs))),
         "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
     }
+
+
+def started(t: Trajectory) -> bool:
+    """Started from replayed turns (`agent.train.starts`), not played from the question."""
+    return any(u.forced for u in t.turns)
 
 
 def retrieved(t: Trajectory) -> float:
@@ -141,9 +146,11 @@ def advantages_for(
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     if cfg.grounded_only:
         rewards = rewards * torch.tensor([answer_observed(t) for t in trajs], dtype=torch.float32)
-    if cfg.retrieval_bonus:
+    if cfg.retrieval_bonus:  # searching that found the answer; a started rollout (a teacher's
+        # or its own turns replayed up to the answer) has it on screen already, and paid for
+        # finding it again it learned to visit until its turns ran out (session 35)
         rewards = rewards + cfg.retrieval_bonus * torch.tensor(
-            [retrieved(t) for t in trajs], dtype=torch.float32
+            [0.0 if started(t) else retrieved(t) for t in trajs], dtype=torch.float32
         )
     if cfg.format_penalty:
         rewards = apply_format_penalty(

@@ -113,6 +113,13 @@ def test_retrieval_bonus_pays_the_searching_that_put_a_gold_answer_on_screen(tok
     assert not plain.any()  # the answer reward alone ties: nothing to learn from this group
     paid, _ = advantages_for(trajs, dataclasses.replace(cfg, retrieval_bonus=0.25))
     assert torch.allclose(paid, torch.tensor([1, 1, -1, -1]) * 0.25 * 2 / 3)
+    # a started rollout had the answer on screen before its own turns: finding it again earns nothing
+    first = trajs[0].turns[0]
+    trajs[0] = dataclasses.replace(
+        trajs[0], turns=(dataclasses.replace(first, forced=True), *trajs[0].turns[1:])
+    )
+    again, _ = advantages_for(trajs, dataclasses.replace(cfg, retrieval_bonus=0.25))
+    assert torch.allclose(again, torch.tensor([-1, 3, -1, -1]) * 0.25 / 3)
     unmarked = group(tok, [0.0, 0.0, 0.0, 0.0])  # a sampler that does not say what it retrieved
     with pytest.raises(ConfigError, match="retrieved"):
         advantages_for(unmarked, dataclasses.replace(cfg, retrieval_bonus=0.25))
