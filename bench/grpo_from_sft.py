@@ -75,7 +75,7 @@ from agent.rollout.trajectory import read_trajectories  # noqa: E402
 from agent.train.config import GRPOConfig  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
-from agent.train.starts import own_starts, read_starts  # noqa: E402
+from agent.train.starts import OWN_EPISODES, own_start_summary, read_starts  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 
@@ -218,7 +218,7 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     if args.own_episodes:  # GRPOConfig.own_starts reads the run folder's file back
         (out / "grpo").mkdir(parents=True)
-        shutil.copyfile(args.own_episodes, out / "grpo" / "own_starts.jsonl")
+        shutil.copyfile(args.own_episodes, out / "grpo" / OWN_EPISODES)
     began = time.perf_counter()
     data = load_data(args.eval_limit)
     env = build_config(
@@ -335,13 +335,7 @@ def main() -> None:
     grpo_s = time.perf_counter() - t0
     own = None
     if args.own_starts:
-        played = list(read_trajectories(out / "grpo" / "own_starts.jsonl"))
-        kept = own_starts(played)
-        own = {
-            "played": len(played),
-            "started": len(kept),
-            "right_then": sum(t.reward >= 1 for t in played if t.task_id in kept),
-        }
+        own = own_start_summary(list(read_trajectories(out / "grpo" / OWN_EPISODES)))
         print(
             f"own starts: {own['started']} of {own['played']} episodes answered after a gold "
             f"answer was on screen ({own['right_then']} of them right)",

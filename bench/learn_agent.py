@@ -81,7 +81,7 @@ from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
 from agent.train.sft import answer_observed, cap_direct, rejection_sample, train_sft  # noqa: E402
-from agent.train.starts import own_starts  # noqa: E402
+from agent.train.starts import OWN_EPISODES, own_start_summary  # noqa: E402
 from agent.train.teachers import (  # noqa: E402
     RESEARCH_TEACHERS,
     ResearchTeacher,
@@ -510,14 +510,9 @@ class Bench:
         g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, deadline=stop_by)
         res["grpo_steps_run"] = g.steps
         if a.own_starts:
-            played = list(read_trajectories(out / "grpo" / "own_starts.jsonl"))
-            res["own_starts"] = {
-                "played": len(played),
-                "started": len(own_starts(played)),
-                "right_then": sum(
-                    t.metrics.get("em", 0.0) == 1.0 for t in played if t.metrics.get("retrieved")
-                ),
-            }
+            res["own_starts"] = own_start_summary(
+                list(read_trajectories(out / "grpo" / OWN_EPISODES))
+            )
         res["time_s"]["grpo"] = time.perf_counter() - t0
         self.gpu_peak("grpo")
         res["grpo_curve"] = [

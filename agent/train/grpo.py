@@ -48,7 +48,7 @@ from agent.train.losses import (
 )
 from agent.train.prefix import PrefixPass, shared_prefix, worth_sharing
 from agent.train.sft import answer_observed
-from agent.train.starts import Starts, own_starts, pick_starts, read_starts
+from agent.train.starts import OWN_EPISODES, Starts, own_starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
 
 
@@ -623,9 +623,9 @@ def _own_starts(
     """`cfg.own_starts`: the starting weights play one episode of each of that many questions,
     drawn by the seed whatever order the task files list them in (the first N of a file list
     would all be its first file's), at the training temperature (each process a shard);
-    `own_starts.jsonl` in the run folder keeps them all, and a resumed run reads them back
+    `OWN_EPISODES` in the run folder keeps them all, and a resumed run reads them back
     instead of playing again."""
-    path = root / "own_starts.jsonl"
+    path = root / OWN_EPISODES
     if not path.is_file():
         drawn = sorted(task_ids)
         random.Random(cfg.seed * 31 + 7).shuffle(drawn)

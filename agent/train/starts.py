@@ -25,23 +25,44 @@ from agent.rollout.trajectory import Trajectory, read_trajectories
 from wikisim.env.tasks import TaskSet
 from wikisim.errors import ConfigError
 
+#: the file in a GRPO run folder that keeps the episodes `own_starts` played
+OWN_EPISODES = "own_starts.jsonl"
+
 #: task id -> the teacher's turn texts before its answer
 Starts = Mapping[str, tuple[str, ...]]
 
 
-def teacher_starts(trajectories: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
-    """Per task id, the turns before the answer of its first answered episode that has any."""
-    out: dict[str, tuple[str, ...]] = {}
+def _start_episodes(trajectories: Iterable[Trajectory]) -> dict[str, Trajectory]:
+    """Per task id, its first answered episode with turns before the answer: the one it starts from."""
+    out: dict[str, Trajectory] = {}
     for t in trajectories:
         if t.task_id not in out and t.answer is not None and len(t.turns) > 1:
-            out[t.task_id] = tuple(u.text for u in t.turns[:-1])
+            out[t.task_id] = t
     return out
+
+
+def teacher_starts(trajectories: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
+    """Per task id, the turns before the answer of its first answered episode that has any."""
+    return {
+        tid: tuple(u.text for u in t.turns[:-1]) for tid, t in _start_episodes(trajectories).items()
+    }
 
 
 def own_starts(trajectories: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
     """`teacher_starts` of the policy's own episodes whose searches put a gold answer on screen
     (`metrics["retrieved"]`, set by the sampler): from there, what is left is reading it off."""
     return teacher_starts(t for t in trajectories if t.metrics.get("retrieved"))
+
+
+def own_start_summary(played: Sequence[Trajectory]) -> dict[str, int]:
+    """What a run's own episodes gave GRPO: how many were played, how many questions start
+    (`own_starts`), and how many of the episodes they start from were already right."""
+    firsts = _start_episodes(t for t in played if t.metrics.get("retrieved"))
+    return {
+        "played": len(played),
+        "started": len(firsts),
+        "right_then": sum(t.metrics.get("em", 0.0) == 1.0 for t in firsts.values()),
+    }
 
 
 def read_starts(path: str | Path) -> dict[str, tuple[str, ...]]:

@@ -21,7 +21,7 @@ from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
 from agent.train.sft import answer_observed, gold_retrieved, rejection_sample, train_sft
-from agent.train.starts import teacher_starts
+from agent.train.starts import OWN_EPISODES, teacher_starts
 from agent.train.teachers import ResearchTeacher
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet, load_tasks
@@ -241,7 +241,7 @@ def test_grpo_from_its_own_episodes_trains_where_its_searches_showed_the_answer(
         drawn[1]: teacher_starts([first[drawn[1]]])[drawn[1]]
     }
     assert res.history[0]["started_share"] == 1.0
-    played = list(read_trajectories(tmp_path / "grpo" / "own_starts.jsonl"))
+    played = list(read_trajectories(tmp_path / "grpo" / OWN_EPISODES))
     assert [t.task_id for t in played] == drawn
     # resumed, the run reads its starts back instead of playing them again; at own_share 0 the
     # same question's group plays from scratch

@@ -11,6 +11,7 @@ from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from agent.train.config import GRPOConfig
 from agent.train.starts import (
     StartedPolicy,
+    own_start_summary,
     own_starts,
     pick_starts,
     read_starts,
@@ -103,6 +104,14 @@ def test_own_starts_are_the_episodes_whose_searches_showed_a_gold_answer():
     unseen = dataclasses.replace(episode("q2", ["search", "answer"]), metrics={"retrieved": 0.0})
     unmarked = episode("q3", ["search", "answer"])
     assert own_starts([unseen, shown, unmarked]) == {"q1": ("search",)}
+    right = dataclasses.replace(shown, task_id="q4", metrics={"retrieved": 1.0, "em": 1.0})
+    direct = dataclasses.replace(right, task_id="q5", turns=right.turns[-1:])  # no turn before
+    unread = dataclasses.replace(right, task_id="q6", metrics={"retrieved": 0.0, "em": 1.0})
+    assert own_start_summary([unseen, shown, unmarked, right, direct, unread]) == {
+        "played": 6,
+        "started": 2,  # q1 and q4
+        "right_then": 1,  # q4: right answers it was never shown, or gave at once, start nothing
+    }
     with pytest.raises(ConfigError, match="own_starts=-1"):
         GRPOConfig(own_starts=-1)
     with pytest.raises(ConfigError, match=r"own_share=1.5 must be a share in \[0, 1\]"):
