@@ -459,6 +459,7 @@ class Bench:
             unanswered_negative=a.unanswered_negative,
             kl_coef=a.kl_coef,
             retrieval_bonus=a.retrieval_bonus,
+            echo_penalty=a.echo_penalty,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -794,6 +795,13 @@ def arguments() -> argparse.ArgumentParser:
         "tool calls without answering is a negative, not a conservative exclusion (without it, "
         "seed 0's own-start GRPO left 36 of 60 held-out episodes unanswered; "
         "bench/results/learn_agent_cpu_s35_seed0.json)",
+    )
+    p.add_argument(
+        "--echo-penalty",
+        type=float,
+        default=GRPO_RECIPE.echo_penalty,
+        help="GRPOConfig.echo_penalty: subtracted from a wrong answer that is words of the question "
+        "(the SFT policy's fallback when it misses the answer)",
     )
     p.add_argument(
         "--kl-coef",

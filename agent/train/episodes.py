@@ -20,6 +20,7 @@ from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig
 from agent.train.sft import gold_retrieved
 from agent.train.starts import StartedPolicy, Starts
+from agent.train.teachers import grounded_in
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
@@ -128,19 +129,19 @@ class EnvRunner:
         ]
         return rollout(self.envs, policy, jobs, budget=self.budget)
 
-    def retrievals(self, trajs: Sequence[Trajectory]) -> list[Trajectory]:
-        """The trajectories with `metrics["retrieved"]`: 1.0 when the policy's own searching put a
-        gold answer in an observation (`gold_retrieved`; GRPOConfig.retrieval_bonus pays it)."""
-        return [
-            dataclasses.replace(
-                t,
-                metrics={
-                    **t.metrics,
-                    "retrieved": float(gold_retrieved(t, self.tasks.get(t.task_id).answers)),
-                },
-            )
-            for t in trajs
-        ]
+    def annotate(self, trajs: Sequence[Trajectory]) -> list[Trajectory]:
+        """The trajectories with what GRPO's shaping reads off their task: `metrics["retrieved"]`,
+        1.0 when the policy's own searching put a gold answer in an observation (`gold_retrieved`;
+        GRPOConfig.retrieval_bonus pays it), and `metrics["echo"]`, 1.0 when the answer is words
+        of the question (GRPOConfig.echo_penalty charges it when wrong)."""
+        out = []
+        for t in trajs:
+            task = self.tasks.get(t.task_id)
+            echo = t.answer is not None and grounded_in(t.answer, [task.question])
+            retrieved = gold_retrieved(t, task.answers)
+            metrics = {**t.metrics, "retrieved": float(retrieved), "echo": float(echo)}
+            out.append(dataclasses.replace(t, metrics=metrics))
+        return out
 
     def sampler(
         self, tokenizer: Any, server: str = "", server_model: str = "policy"
@@ -177,7 +178,7 @@ class EnvRunner:
                     chat=chat,
                 )
                 try:
-                    return self.retrievals(self.run(remote, task_ids, n, seed, starts))
+                    return self.annotate(self.run(remote, task_ids, n, seed, starts))
                 finally:
                     remote.close()
             policy = TransformersPolicy(
@@ -191,7 +192,7 @@ class EnvRunner:
                 ),
             )
             try:
-                return self.retrievals(self.run(policy, task_ids, n, seed, starts))
+                return self.annotate(self.run(policy, task_ids, n, seed, starts))
             finally:
                 model.train()
                 # a size that ran out of memory stays down for the next steps

@@ -79,6 +79,7 @@ CURVES = (
     "truncated_share",
     "grounded_share",
     "retrieved_share",
+    "echo_share",
     "adv_std",
     "grad_norm",
     "loss",
@@ -121,6 +122,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "answered_share": float(sum(t.answer is not None for t in trajs)),
         "grounded_share": float(sum(map(answer_observed, trajs))),
         "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
+        "echo_share": float(sum(bool(t.metrics.get("echo")) and not solved(t) for t in trajs)),
     }
 
 
@@ -129,14 +131,14 @@ def started(t: Trajectory) -> bool:
     return any(u.forced for u in t.turns)
 
 
-def retrieved(t: Trajectory) -> float:
-    """`metrics["retrieved"]` as the sampler set it (`EnvRunner.retrievals`)."""
-    if "retrieved" not in t.metrics:
+def _marked(t: Trajectory, key: str, option: str) -> float:
+    """`metrics[key]` as the sampler set it (`EnvRunner.annotate`), which `option` reads."""
+    if key not in t.metrics:
         raise ConfigError(
-            f"retrieval_bonus needs the sampler to set metrics['retrieved'] (EnvRunner's does); "
+            f"{option} needs the sampler to set metrics[{key!r}] (EnvRunner's does); "
             f"the rollout of {t.task_id!r} has only {sorted(t.metrics)}"
         )
-    return t.metrics["retrieved"]
+    return t.metrics[key]
 
 
 def advantages_for(
@@ -150,7 +152,13 @@ def advantages_for(
         # or its own turns replayed up to the answer) has it on screen already, and paid for
         # finding it again it learned to visit until its turns ran out (session 35)
         rewards = rewards + cfg.retrieval_bonus * torch.tensor(
-            [0.0 if started(t) else retrieved(t) for t in trajs], dtype=torch.float32
+            [0.0 if started(t) else _marked(t, "retrieved", "retrieval_bonus") for t in trajs],
+            dtype=torch.float32,
+        )
+    if cfg.echo_penalty:
+        rewards = rewards - cfg.echo_penalty * torch.tensor(
+            [_marked(t, "echo", "echo_penalty") and not solved(t) for t in trajs],
+            dtype=torch.float32,
         )
     if cfg.format_penalty:
         rewards = apply_format_penalty(

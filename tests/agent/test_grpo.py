@@ -127,6 +127,25 @@ def test_retrieval_bonus_pays_the_searching_that_put_a_gold_answer_on_screen(tok
         GRPOConfig(output_dir=str(tmp_path), retrieval_bonus=-0.1)
 
 
+def test_echo_penalty_charges_a_wrong_answer_that_is_words_of_the_question(tok, tmp_path):
+    # one right answer that the question names (a comparison's), a wrong echo, two wrong readings
+    trajs = [
+        dataclasses.replace(t, metrics={**t.metrics, "echo": float(i < 2)})
+        for i, t in enumerate(group(tok, [1.0, 0.0, 0.0, 0.0]))
+    ]
+    assert rollout_stats(trajs)["echo_share"] == 1.0  # wrong echoes only
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    plain, _ = advantages_for(trajs, cfg)
+    assert plain[1] == plain[2] == plain[3]  # every wrong answer alike
+    charged, _ = advantages_for(trajs, dataclasses.replace(cfg, echo_penalty=0.1))
+    rewards = torch.tensor([1.0, -0.1, 0.0, 0.0])  # the right one is not charged
+    assert torch.allclose(charged, (rewards - rewards.mean()) * 4 / 3)
+    with pytest.raises(ConfigError, match="metrics\\['echo'\\]"):
+        advantages_for(group(tok, [1.0, 0.0, 0.0, 0.0]), dataclasses.replace(cfg, echo_penalty=0.1))
+    with pytest.raises(ConfigError, match="echo_penalty"):
+        GRPOConfig(output_dir=str(tmp_path), echo_penalty=-0.1)
+
+
 def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
     _, model = tiny_model(0)
     trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(3,))

@@ -16,7 +16,7 @@ import torch
 from agent.eval.harness import EvalConfig, evaluate
 from agent.rollout.models import is_adapter, load_smollm2
 from agent.rollout.react import ChatFormat, Generation
-from agent.rollout.trajectory import read_trajectories, write_trajectories
+from agent.rollout.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 from agent.train.config import GRPOConfig, SFTConfig
 from agent.train.episodes import EnvRunner
 from agent.train.grpo import train_grpo
@@ -220,7 +220,7 @@ def test_grpo_from_its_own_episodes_trains_where_its_searches_showed_the_answer(
     sample = runner.sampler(smol[0])
     # the starting weights' own episodes: the grounded ones of the teacher's data stand in for
     # them (a one-step SFT model rarely answers), the first question played marked as never retrieved
-    first = {t.task_id: t for t in reversed(runner.retrievals(kept))}
+    first = {t.task_id: t for t in reversed(runner.annotate(kept))}
     ids = sorted(first)[:3]
     calls = []
 
@@ -283,3 +283,21 @@ def test_evaluated_checkpoint_reloads_to_the_same_greedy_trajectories(sft_run, t
     first, second = (list(read_trajectories(tmp_path / d / "trajectories.jsonl")) for d in "ab")
     assert [t.canonical() for t in first] == [t.canonical() for t in second]
     assert Path(res.final_dir, "config.json").is_file()
+
+
+def test_the_runner_marks_what_searching_found_and_an_answer_that_echoes_the_question(tasks):
+    runner = runner_for(tasks, max_turns=2, max_new_tokens=8, slots=1)
+
+    def played(answer: str, seen: str) -> Trajectory:
+        turns = (
+            Turn(text="<tool_call>search</tool_call>", ids=(1,), logprobs=(0.0,), observation=seen),
+            Turn(text=f"<answer>{answer}</answer>", ids=(2,), logprobs=(0.0,)),
+        )
+        return Trajectory("angola-capital", 0, "p", (9,), turns, answer, 0.0, True, False, "h", "v")
+
+    # "What is the capital city of Angola?": gold Luanda
+    echo, read = runner.annotate(
+        [played("Angola", "Angola is a country."), played("Luanda", "Its capital is Luanda.")]
+    )
+    assert echo.metrics == {"retrieved": 0.0, "echo": 1.0}
+    assert read.metrics == {"retrieved": 1.0, "echo": 0.0}

@@ -79,6 +79,7 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
         "teacher_starts",
         "own_share",
         "unanswered_negative",
+        "echo_penalty",
     )
     assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
     assert grpo.own_starts and a.own_starts is None  # on: the profile sizes it (gpu: the config's)
