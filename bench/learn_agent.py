@@ -666,16 +666,23 @@ def plot(runs: list[dict], png: Path) -> None:
     for r in runs:
         curve = r["grpo_curve"]
         dev = [c for c in curve if "dev_pass@1" in c]
-        axes[0].plot(
+        (line,) = axes[0].plot(
             [c["step"] for c in dev],
             [c["dev_pass@1"] for c in dev],
             "o-",
-            label=f"seed {r['seed']}",
+            label=f"seed {r['seed']}: dev pass@1, T=1",
+        )
+        axes[0].plot(  # the stage evals: many more questions than the dev points, greedy
+            [0, r["grpo_steps_run"] or 0],
+            [pooled(r["sft"], "em"), pooled(r["grpo"], "em")],
+            "s--",
+            color=line.get_color(),
+            label=f"seed {r['seed']}: EM, SFT -> GRPO",
         )
         axes[1].plot(
             [c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']}"
         )
-    axes[0].set_title("held-out reward (pass@1, T=1) over GRPO steps")
+    axes[0].set_title("held-out reward over GRPO steps")
     axes[1].set_title("training reward over GRPO steps")
     for ax in axes:
         ax.set_xlabel("GRPO step")
@@ -935,7 +942,7 @@ def main() -> None:
         "probe_questions": 8,
         "own_starts": 48,  # ~5 min to play here; ~16 start, for the steps the deadline fits
         "group_size": 8,
-        "dev_every": 1,  # 2-3 steps fit: a held-out point after each (~60 s)
+        "dev_every": 4,  # a held-out point every 4th step (~60 s each): 15-18 steps fit a seed (session 36)
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
