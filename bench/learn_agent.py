@@ -85,6 +85,7 @@ from agent.train.starts import OWN_EPISODES, own_start_summary  # noqa: E402
 from agent.train.teachers import (  # noqa: E402
     RESEARCH_TEACHERS,
     ResearchTeacher,
+    echoes,
     evidence_text,
     grounded_in,
 )
@@ -208,7 +209,7 @@ def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
         return None
     if t.answer is None or not t.answer.strip():
         return "no_answer"
-    if grounded_in(t.answer, [tasks.get(t.task_id).question]):
+    if echoes(t.answer, tasks.get(t.task_id).question):
         return "echo"
     return "misread" if grounded_in(t.answer, observed(t)) else "unread"
 
@@ -594,7 +595,16 @@ def pooled(per_set: dict[str, dict], key: str) -> float:
     return sum(s[key] * weight[k] for k, s in per_set.items() if key in s) / n if n else 0.0
 
 
+#: The held-out sets the learning issue's targets are stated on, each pooled like "pooled".
+GROUPS = {
+    "human-written": ("bundled", "hotpotqa-held", "musique-held"),
+    "synthesized": ("synth-test", "synth-dev"),
+}
+
+
 def summarize(runs: list[dict], baseline: dict) -> dict:
+    """Per held-out set, per group of sets (`GROUPS`) and pooled: each stage's means over the
+    seeds, the gains with their spread, and the issue's targets judged on them."""
     keys = (
         "em",
         "f1",
@@ -611,29 +621,30 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "query_in_question",
     )
     sets = list(baseline)
-    out: dict = {"per_set": {}, "stages": {}}
-    for held in [*sets, "pooled"]:
-        row: dict = {
-            "search-answer": {
-                "em": baseline[held]["em"] if held != "pooled" else pooled(baseline, "em")
-            }
-        }
+    members = {
+        **{s: (s,) for s in sets},
+        **{g: m for g, m in GROUPS.items() if set(m) <= set(sets)},
+        "pooled": tuple(sets),
+    }
+
+    def figure(per_set: dict[str, dict], held: str, k: str) -> float | None:
+        """One set's figure, or a group's pooled over its sets; None where a set lacks it."""
+        sub = {s: per_set[s] for s in members[held]}
+        if not all(k in v for v in sub.values()):
+            return None
+        return sub[held][k] if held in sets else pooled(sub, k)
+
+    out: dict = {"per_set": {}, "stages": {}, "targets": {}}
+    for held in members:
+        row: dict = {"search-answer": {"em": figure(baseline, held, "em")}}
         for stage in STAGES:
             vals: dict[str, Any] = {}
             for k in keys:
-                per_seed = [
-                    (r[stage][held][k] if held != "pooled" else pooled(r[stage], k))
-                    for r in runs
-                    if (
-                        k in r[stage][held]
-                        if held != "pooled"
-                        else all(k in v for v in r[stage].values())
-                    )
-                ]
+                per_seed = [v for r in runs if (v := figure(r[stage], held, k)) is not None]
                 if per_seed:
                     vals[k] = statistics.mean(per_seed)
                     vals[f"{k}_per_seed"] = per_seed
-            if held != "pooled":
+            if held in sets:
                 vals["em_ci95_seed0"] = runs[0][stage][held]["em_ci95"]
             row[stage] = vals
         for a, b in (("untrained", "sft"), ("sft", "grpo")):
@@ -649,6 +660,18 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         row["grpo_beats_search_answer"] = row["grpo"]["em"] > row["search-answer"]["em"]
         row["grpo_beats_sft"] = row["grpo"]["em"] > row["sft"]["em"]
         out["per_set"][held] = row
+    for g in GROUPS:
+        if g in out["per_set"]:
+            row = out["per_set"][g]
+            out["targets"][g] = {
+                "grpo_beats_search_answer": row["grpo_beats_search_answer"],
+                "grpo_beats_sft": row["grpo_beats_sft"],
+                "sft_gain_exceeds_spread": row["gain untrained->sft"]["exceeds_spread"],
+                "grpo_gain_exceeds_spread": row["gain sft->grpo"]["exceeds_spread"],
+            }
+    grpo = out["per_set"]["pooled"]["grpo"]
+    out["targets"]["grpo_searches_at_least_once_an_episode"] = grpo["search_calls"] >= 1.0
+    out["targets"]["grpo_correct_mostly_grounded"] = grpo["grounded_share_of_correct"] > 0.5
     out["stages"] = {
         s: {k: v for k, v in out["per_set"]["pooled"][s].items() if not k.endswith("_per_seed")}
         for s in STAGES
@@ -717,6 +740,12 @@ def table(summary: dict) -> str:
             lines.append(
                 f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
             )
+    lines.append("\nthe learning issue's targets:")
+    for name, met in summary["targets"].items():
+        if isinstance(met, dict):
+            lines.extend(f"  {name}: {k} {'met' if v else 'NOT met'}" for k, v in met.items())
+        else:
+            lines.append(f"  {name} {'met' if met else 'NOT met'}")
     return "\n".join(lines)
 
 

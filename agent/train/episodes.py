@@ -20,7 +20,7 @@ from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig
 from agent.train.sft import gold_retrieved
 from agent.train.starts import StartedPolicy, Starts
-from agent.train.teachers import grounded_in
+from agent.train.teachers import echoes
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
@@ -137,9 +137,12 @@ class EnvRunner:
         out = []
         for t in trajs:
             task = self.tasks.get(t.task_id)
-            echo = t.answer is not None and grounded_in(t.answer, [task.question])
             retrieved = gold_retrieved(t, task.answers)
-            metrics = {**t.metrics, "retrieved": float(retrieved), "echo": float(echo)}
+            metrics = {
+                **t.metrics,
+                "retrieved": float(retrieved),
+                "echo": float(echoes(t.answer, task.question)),
+            }
             out.append(dataclasses.replace(t, metrics=metrics))
         return out
 

@@ -76,6 +76,12 @@ def grounded_in(answer: str, texts: Sequence[str]) -> bool:
     return bool(a) and any(f" {a} " in f" {normalize_answer(t)} " for t in texts)
 
 
+def echoes(answer: str | None, question: str) -> bool:
+    """The answer is words of the question: a policy that missed the answer fell back on an
+    entity it was asked about (`EnvRunner.annotate` marks it; the learning bench counts it)."""
+    return answer is not None and grounded_in(answer, [question])
+
+
 def read_not_guessed(answer: str, turns: Sequence[tuple[str, str]]) -> bool:
     """(turn text, observation) pairs before the answer turn: the answer was in an observation's
     evidence before any of the policy's own turns named it (a query holding the answer is a guess)."""

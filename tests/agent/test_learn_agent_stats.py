@@ -131,3 +131,57 @@ def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -
     assert wall(after) == (15.0, [0.0, 25.0]) and wall(beside) == (10.0, [0.0, 10.0])
     assert wall(overlap) == (15.0, [0.0, 15.0])
     assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == (10.0, None)  # older
+
+
+def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() -> None:
+    """Each group pools its sets by size; a gain no larger than its spread across seeds fails."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    sizes = {
+        "synth-test": 12,
+        "synth-dev": 12,
+        "bundled": 6,
+        "hotpotqa-held": 12,
+        "musique-held": 12,
+    }
+
+    def stage(em: dict[str, float]) -> dict:
+        return {
+            s: {"episodes": n, "em": em.get(s, 0.0), "em_ci95": [0.0, 1.0], "search_calls": 1.0}
+            | {"grounded_share_of_correct": 1.0, "f1": em.get(s, 0.0), "visit_calls": 0.0}
+            | {"tokens_per_episode": 100.0}
+            for s, n in sizes.items()
+        }
+
+    runs = [
+        {  # human-written: 0 -> 3/30 -> 6/30; synthesized: 0 -> 1/24 -> 1/24
+            "untrained": stage({}),
+            "sft": stage({"bundled": 1 / 6, "hotpotqa-held": 1 / 6, "synth-test": 1 / 12}),
+            "grpo": stage({"bundled": 2 / 6, "hotpotqa-held": 1 / 3, "synth-dev": 1 / 12}),
+        },
+        {  # human-written: 0 -> 3/30 -> 4/30; synthesized: 0 -> 0 -> 2/24
+            "untrained": stage({}),
+            "sft": stage({"musique-held": 1 / 4}),
+            "grpo": stage({"musique-held": 1 / 3, "synth-test": 1 / 6}),
+        },
+    ]
+    baseline = {
+        s: {"episodes": n, "em": 1 / 12 if s == "hotpotqa-held" else 0.0} for s, n in sizes.items()
+    }
+    summary = bench["summarize"](runs, baseline)
+    human = summary["per_set"]["human-written"]
+    assert human["search-answer"]["em"] == pytest.approx(1 / 30)
+    assert human["grpo"]["em_per_seed"] == pytest.approx([6 / 30, 4 / 30])
+    assert human["gain sft->grpo"]["spread"] == pytest.approx(2 / 30)
+    targets = summary["targets"]
+    assert targets["human-written"] == {
+        "grpo_beats_search_answer": True,
+        "grpo_beats_sft": True,
+        "sft_gain_exceeds_spread": True,  # +3/30 in both seeds: spread 0
+        "grpo_gain_exceeds_spread": False,  # +3/30 and +1/30: mean 2/30, not above spread 2/30
+    }
+    assert targets["synthesized"]["grpo_gain_exceeds_spread"] is False  # 0 and +2/24
+    assert targets["synthesized"]["grpo_beats_sft"] is True
+    assert targets["grpo_searches_at_least_once_an_episode"] is True
+    assert summary["per_set"]["pooled"]["grpo"]["em"] == pytest.approx(
+        ((6 + 1) / 54 + (4 + 2) / 54) / 2
+    )

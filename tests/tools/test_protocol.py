@@ -60,6 +60,20 @@ def test_several_calls_run_in_order_and_bad_ones_in_place() -> None:
     assert "tool call 2 is not valid JSON" in parsed.items[1].message
 
 
+def test_an_unescaped_quote_is_named_with_the_call_as_meant_and_not_run() -> None:
+    query = 'The writer of the song "Death of Samantha" was'
+    text = '<tool_call>{"name": "search", "arguments": {"query": "' + query + '"}}</tool_call>'
+    (item,) = parse_turn(text, TOOLS).items
+    assert isinstance(item, CallError)
+    meant = item.message.split("as in ", 1)[1].rsplit(" A tool call is", 1)[0]
+    assert json.loads(meant) == {"name": "search", "arguments": {"query": query}}
+    # JSON that escaping quotes cannot mend gets no hint
+    (other,) = parse_turn(
+        '<tool_call>{"name": "search", "arguments": {"query": "x">}}</tool_call>', TOOLS
+    ).items
+    assert isinstance(other, CallError) and "double quote" not in other.message
+
+
 def test_answer_tag_and_answer_tool_end_the_turn() -> None:
     assert parse_turn("<think>done</think><answer> Paris </answer>", TOOLS).answer == "Paris"
     assert parse_turn(call("answer", answer="Paris"), TOOLS).answer == "Paris"

@@ -67,6 +67,11 @@ MAX_CALLS_PER_TURN = 10
 ALIASES = {"PythonInterpreter": "python", "google_scholar": "scholar", "google_search": "search"}
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# a call with one string argument: `"query": "the song "X""` copies a question's quoted title
+_ONE_STRING_ARGUMENT = re.compile(
+    r'(\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"arguments"\s*:\s*\{\s*"[^"\\]+"\s*:\s*")(.*)("\s*\}\s*\})',
+    flags=re.S,
+)
 
 
 @dataclass(frozen=True)
@@ -237,10 +242,26 @@ def _parse_call(
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         return CallError(
-            f"Error: {where} is not valid JSON ({why}): {short(head)}. "
+            f"Error: {where} is not valid JSON ({why}): {short(head)}.{_quote_hint(head)} "
             'A tool call is a JSON object {"name": <tool>, "arguments": {...}}.'
         )
     return _call_from_object(obj, tools, where, code)
+
+
+def _quote_hint(head: str) -> str:
+    """The call as it was meant, when its one string argument holds an unescaped double quote:
+    the error names the fix, and the call is not run (the format stays the released agents')."""
+    match = _ONE_STRING_ARGUMENT.fullmatch(head)
+    if match is None or '"' not in match.group(2):
+        return ""
+    meant = match.group(1) + re.sub(r'(?<!\\)"', r'\\"', match.group(2)) + match.group(3)
+    try:
+        json.loads(meant)
+    except ValueError:
+        return ""
+    if len(meant) > 300:
+        return ' A double quote inside a string is written \\".'
+    return f' A double quote inside a string is written \\", as in {meant}'
 
 
 def _answer_of(call: ToolCall) -> str:
