@@ -12,6 +12,7 @@ from wikisim.backends.wiki import WikiBackend
 from wikisim.commands import synth as synth_command
 from wikisim.corpus import read_pages
 from wikisim.corpus.page import Page, Redirect
+from wikisim.env.reward import exact_match
 from wikisim.env.tasks import read_jsonl
 from wikisim.errors import ConfigError
 from wikisim.index import open_index
@@ -20,6 +21,7 @@ from wikisim.paths import DATA_DIR
 from wikisim.synth.expand import ExpandConfig, expand
 from wikisim.synth.factdb import FactDB, ListSource, build_facts
 from wikisim.synth.kinds import ANSWER_KINDS
+from wikisim.synth.names import display_name
 from wikisim.synth.pipeline import SynthConfig, generate
 from wikisim.synth.report import graph_stats, plot_graph, run_stats
 from wikisim.synth.rewrite import anchor_names
@@ -238,3 +240,20 @@ def test_expansion_discovers_by_search_and_visit_with_provenance(index, tmp_path
         expand_config=ExpandConfig(max_nodes=60),
     )
     assert built.db.counts()["page_entities"] == 60 == len(built.expansion.found)
+
+
+def test_an_answer_is_right_without_its_disambiguating_parenthesis(index) -> None:
+    """ "Decomposer" names the album whose page is "Decomposer (album)"; the giveaway filter still
+    asks whether search tops the answer's own page, not a page titled like its short name."""
+    lines = (DATA_DIR / "tasks" / "synth-qa.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    titled = [r for r in records if r["answer"].endswith(")")]
+    assert titled and all(display_name(r["answer"]) in r["answers"] for r in titled)
+    album = next(r for r in records if r["answer"] == "Decomposer (album)")
+    assert exact_match("Decomposer", album["answers"]) == 1.0
+    backend = WikiBackend(index)
+    top = backend.search(["Paris"], 1)[0][0].title
+    gives_away = search_gives_away(backend)
+    asked = {"question": top, "aliases": []}
+    assert gives_away({**asked, "answer": top, "answers": [top]})
+    assert not gives_away({**asked, "answer": f"{top} (album)", "answers": [f"{top} (album)", top]})

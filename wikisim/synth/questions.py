@@ -253,12 +253,15 @@ def question_record(
                         "url": v.url,
                     }
                 )
-    aliases = [a for a in db.aliases(e.title) if a != e.title]
+    aliases = [a for a in db.aliases(e.title) if a != e.title]  # titles that redirect to it
+    # the name without its disambiguating parenthesis is right too: "Decomposer" names the album
+    # whose page is "Decomposer (album)"
+    answers = list(dict.fromkeys([e.title, *aliases, display_name(e.title)]))
     return {
         "id": qid,
         "question": q.text,
         "answer": e.title,
-        "answers": [e.title, *aliases],
+        "answers": answers,
         "aliases": aliases,
         "answer_kind": e.kind,
         "answer_noun": q.noun,

@@ -86,7 +86,10 @@ def search_gives_away(backend: Backend) -> Callable[[dict[str, Any]], bool]:
         if not hits:
             return False
         title = url_to_title(hits[0].url) or hits[0].title
-        return normalize_title(title) in {normalize_title(a) for a in record["answers"]}
+        # the answer page's titles, not every accepted answer: "Atlanta" names the album
+        # "Atlanta (album)" but titles the city
+        names = [record["answer"], *record.get("aliases", ())]
+        return normalize_title(title) in {normalize_title(a) for a in names}
 
     return gives_away
 
