@@ -45,10 +45,12 @@ for 2-question steps; the config's 2e-4 is for its 8-question ones).
         $([ $s = 0 ] || echo --no-untrained) &             # one process evaluates the untrained model
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
 
-Output: a table per held-out set (stage x EM, F1, pass@1 with 95% intervals over tasks, search and
-visit calls, grounded share, tokens per episode), per-stage wall times, bench/results/learn_agent[_quick|_cpu]
-.json and .png (held-out reward over GRPO steps); the last line is one JSON object
-`{"stages": {"untrained": {...}, "sft": {...}, "grpo": {...}}}` pooled over the held-out sets.
+Output: a table per held-out set, per group (human-written, synthesized) and pooled (stage x EM,
+F1, pass@1 with 95% intervals over tasks, search and visit calls, grounded share, tokens per
+episode), the learning issue's targets judged on them, per-stage wall times,
+bench/results/learn_agent[_quick|_cpu].json and .png (held-out reward over GRPO steps); the last
+line is one JSON object `{"stages": {"untrained": {...}, "sft": {...}, "grpo": {...}}, "targets":
+{...}}`, the stages pooled over the held-out sets.
 """
 
 from __future__ import annotations
@@ -1126,7 +1128,7 @@ def report(
             f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
         )
     print(f"wall time {wall:.0f}s on {args['device']}; wrote {RESULTS / name}.json and .png")
-    print(json.dumps({"stages": summary["stages"]}))
+    print(json.dumps({"stages": summary["stages"], "targets": summary["targets"]}))
 
 
 if __name__ == "__main__":
