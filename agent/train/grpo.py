@@ -122,7 +122,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "answered_share": float(sum(t.answer is not None for t in trajs)),
         "grounded_share": float(sum(map(answer_observed, trajs))),
         "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
-        "echo_share": float(sum(bool(t.metrics.get("echo")) and not solved(t) for t in trajs)),
+        "echo_share": float(sum(echoed(t) for t in trajs if "echo" in t.metrics)),
     }
 
 
@@ -141,6 +141,12 @@ def _marked(t: Trajectory, key: str, option: str) -> float:
     return t.metrics[key]
 
 
+def echoed(t: Trajectory) -> bool:
+    """A wrong answer that is words of the question: `GRPOConfig.echo_penalty` charges it and
+    `rollout_stats` counts it."""
+    return bool(_marked(t, "echo", "echo_penalty")) and not solved(t)
+
+
 def advantages_for(
     trajs: Sequence[Trajectory], cfg: GRPOConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,7 +163,7 @@ def advantages_for(
         )
     if cfg.echo_penalty:
         rewards = rewards - cfg.echo_penalty * torch.tensor(
-            [_marked(t, "echo", "echo_penalty") and not solved(t) for t in trajs],
+            [echoed(t) for t in trajs],
             dtype=torch.float32,
         )
     if cfg.format_penalty:

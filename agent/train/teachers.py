@@ -28,6 +28,14 @@ _URL = re.compile(r"https?://[^\s)\]>\"'<]+")
 _WORD = re.compile(r"[\w'-]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _VISITED = re.compile(r"The useful information in (\S+) for user goal")
+# a rule on the answer's own name: no page states it, so it is checked on what was read
+_NAME_RULE = re.compile(
+    r"\bhas (?:a name that begins with the letter (?P<letter>\w)|the initials (?P<initials>[A-Z]{2,}))\b"
+)
+_NAMED = re.compile(
+    r"\s[A-Z0-9]"
+)  # a capitalised word past the clause's first: something to search
+_THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 
 #: Teacher names (SFTConfig.teacher) -> ResearchTeacher's known_only.
 RESEARCH_TEACHERS = {"research": False, "research-known": True}
@@ -99,6 +107,44 @@ def keywords(question: str, limit: int = 6) -> str:
     return " ".join(words[:limit]) or question
 
 
+def searchable(question: str) -> str:
+    """The question less what no page states: the "I am thinking of" frame, sentences that name
+    nothing ("Which person is it?"), and clauses that are a rule on the answer's own name (its
+    letter, its initials) or a negation. The question itself when nothing is left."""
+    kept = []
+    for sentence in _SENTENCE.split(_THINKING_OF.sub("", question)):
+        parts = sentence.split(" and ")
+        useful = [p for p in parts if not _NAME_RULE.search(p) and " not " not in f" {p} "]
+        if useful and (useful == parts or any(_NAMED.search(f" {p}") for p in useful)):
+            text = " and ".join(useful)
+            if _NAMED.search(text) or len(sentence.split()) > 6:
+                kept.append(text)
+    return " ".join(kept) or question
+
+
+def names(text: str) -> str:
+    """The capitalised words past each sentence's first ("Kaifi Azmi", "Black Hawk War"): the
+    terse query a person types for the entities a question names."""
+    found = []
+    for sentence in _SENTENCE.split(text):
+        for word in sentence.split()[1:]:
+            core = word.strip("()\"'.,;:?!")
+            if core[:1].isupper() or core[:1].isdigit():
+                found.append(core)
+    return " ".join(found)
+
+
+def name_rule(question: str) -> str | None:
+    """The question's rule on the answer's own name, restated before the answer: of the names a
+    page shows, the one that keeps it (None when the question has no such rule)."""
+    m = _NAME_RULE.search(question)
+    if m is None:
+        return None
+    if m.group("letter"):
+        return f'The name must begin with "{m.group("letter")}".'
+    return f"The initials must be {m.group('initials')}."
+
+
 def _as_typed(question: str, words: int = SHORT_QUESTION_WORDS) -> tuple[str, ...]:
     """The question itself as a query or goal only when short: a student that learns to copy a long
     question overflows its turn budget (max_new_tokens) and never closes the call."""
@@ -166,7 +212,8 @@ class ResearchTeacher:
             think = rng.choice(ANSWER_THOUGHTS).format(
                 source=source, quote=quote(answer, text), answer=answer
             )
-            return format_answer(answer, think=think)
+            rule = name_rule(question)
+            return format_answer(answer, think=f"{rule} {think}" if rule else think)
         if request.turn >= self.max_turns - 1:
             return format_answer(
                 best_span(question, "\n".join(seen)), think="Answer from what I read."
@@ -185,7 +232,7 @@ class ResearchTeacher:
             think = f"The page names {hop}, which the question needs next. Let me search it."
             return format_tool_call("search", {"query": hop}, think=think)
         if url is not None and rng.random() < 0.8:
-            goal = rng.choice((*_as_typed(question), f"find {keywords(question)}"))
+            goal = rng.choice((*_as_typed(question), f"find {keywords(searchable(question))}"))
             think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
             return format_tool_call("visit", {"url": url, "goal": goal}, think=think)
         query = self._query(task, question, seen, rng, request.turn)
@@ -209,7 +256,8 @@ class ResearchTeacher:
         typed = _as_typed(
             question, TYPED_QUESTION_WORDS if self.known_only else SHORT_QUESTION_WORDS
         )
-        options = [*typed, keywords(question), keywords(question, 3)]
+        terms = searchable(question)
+        options = [*typed, keywords(terms, 8), *([names(terms)] if names(terms) else [])]
         titles = [title_of(u) for u in task.evidence]
         if self.known_only:
             known = " ".join([question, *map(evidence_text, seen)]).lower()

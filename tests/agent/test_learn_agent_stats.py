@@ -185,3 +185,7 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     assert summary["per_set"]["pooled"]["grpo"]["em"] == pytest.approx(
         ((6 + 1) / 54 + (4 + 2) / 54) / 2
     )
+    assert targets["grpo_correct_mostly_grounded"] is True
+    # no correct GRPO answer: "most correct answers grounded" has nothing to judge
+    unsolved = [{**r, "grpo": stage({})} for r in runs]
+    assert bench["summarize"](unsolved, baseline)["targets"]["grpo_correct_mostly_grounded"] is None

@@ -7,7 +7,7 @@ import json
 import re
 
 from agent.rollout.react import TurnRequest
-from agent.train.teachers import ResearchTeacher, quote
+from agent.train.teachers import ResearchTeacher, quote, searchable
 from wikisim.env.tasks import Task, TaskSet
 
 QUESTION = (
@@ -98,3 +98,34 @@ def test_a_quote_is_cut_at_word_boundaries_around_the_answer() -> None:
     words = text.split()
     assert cut.split()[0] in words and cut.split()[-1] in words  # no word cut in half
     assert quote("Canberra", "It is located in Canberra.") == "It is located in Canberra."
+
+
+RULED = "This album is by The Matches. It also has a name that begins with the letter D. What is its name?"
+
+
+def ruled_turn(seed: int, shown: str = "") -> str:
+    task = Task("ruled", RULED, ("Decomposer",), ("https://en.wikipedia.org/wiki/The_Matches",))
+    earlier = [{"role": "assistant", "content": "..."}, {"role": "user", "content": shown}]
+    request = TurnRequest(
+        messages=({"role": "system", "content": ""}, {"role": "user", "content": RULED})
+        + (tuple(earlier) if shown else ()),
+        ids=(),
+        max_new_tokens=96,
+        seed=seed,
+        turn=1 if shown else 0,
+    )
+    return ResearchTeacher(TaskSet([task], "one"), known_only=True).turn(request)
+
+
+def test_a_rule_on_the_answer_name_is_not_searched_but_checked_before_answering() -> None:
+    """No page states "begins with the letter D": the searches drop it, the answer restates it."""
+    assert searchable(RULED) == "This album is by The Matches."
+    assert searchable("Which person has the initials PS and produced a work?") == (
+        "Which person has the initials PS and produced a work?"  # nothing named: kept whole
+    )
+    first = [json.loads(re.findall(r"\{.*\}", ruled_turn(s), re.S)[0]) for s in range(50)]
+    typed = {c["arguments"]["query"] for c in first} - {RULED}
+    assert typed == {"album Matches", "The Matches"}
+    read = "The Matches released the albums E. Von Dahl Killed the Locals and Decomposer."
+    answer = ruled_turn(0, shown=read)
+    assert answer.index('The name must begin with "D".') < answer.index("<answer>Decomposer")

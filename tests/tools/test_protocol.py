@@ -62,11 +62,18 @@ def test_several_calls_run_in_order_and_bad_ones_in_place() -> None:
 
 def test_an_unescaped_quote_is_named_with_the_call_as_meant_and_not_run() -> None:
     query = 'The writer of the song "Death of Samantha" was'
-    text = '<tool_call>{"name": "search", "arguments": {"query": "' + query + '"}}</tool_call>'
-    (item,) = parse_turn(text, TOOLS).items
-    assert isinstance(item, CallError)
-    meant = item.message.split("as in ", 1)[1].rsplit(" A tool call is", 1)[0]
-    assert json.loads(meant) == {"name": "search", "arguments": {"query": query}}
+    url, goal = "https://en.wikipedia.org/wiki/Doolittle", 'who wrote "Hey"'
+    for text, arguments in (
+        ('{"name": "search", "arguments": {"query": "' + query + '"}}', {"query": query}),
+        (  # several string arguments: each value is mended, the keys between them kept
+            '{"name": "visit", "arguments": {"url": "' + url + '", "goal": "' + goal + '"}}',
+            {"url": url, "goal": goal},
+        ),
+    ):
+        (item,) = parse_turn(f"<tool_call>{text}</tool_call>", TOOLS).items
+        assert isinstance(item, CallError)
+        meant = item.message.split("as in ", 1)[1].rsplit(" A tool call is", 1)[0]
+        assert json.loads(meant) == {"name": text.split('"')[3], "arguments": arguments}
     # JSON that escaping quotes cannot mend gets no hint
     (other,) = parse_turn(
         '<tool_call>{"name": "search", "arguments": {"query": "x">}}</tool_call>', TOOLS

@@ -67,11 +67,12 @@ MAX_CALLS_PER_TURN = 10
 ALIASES = {"PythonInterpreter": "python", "google_scholar": "scholar", "google_search": "search"}
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# a call with one string argument: `"query": "the song "X""` copies a question's quoted title
-_ONE_STRING_ARGUMENT = re.compile(
-    r'(\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"arguments"\s*:\s*\{\s*"[^"\\]+"\s*:\s*")(.*)("\s*\}\s*\})',
+# a call whose arguments are strings: `"query": "the song "X""` copies a question's quoted title
+_STRING_ARGUMENTS = re.compile(
+    r'(\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"arguments"\s*:\s*\{\s*"\w+"\s*:\s*")(.*)("\s*\}\s*\})',
     flags=re.S,
 )
+_NEXT_STRING_ARGUMENT = re.compile(r'("\s*,\s*"\w+"\s*:\s*")')
 
 
 @dataclass(frozen=True)
@@ -249,12 +250,18 @@ def _parse_call(
 
 
 def _quote_hint(head: str) -> str:
-    """The call as it was meant, when its one string argument holds an unescaped double quote:
-    the error names the fix, and the call is not run (the format stays the released agents')."""
-    match = _ONE_STRING_ARGUMENT.fullmatch(head)
-    if match is None or '"' not in match.group(2):
+    """The call as it was meant, when its string arguments hold an unescaped double quote: the
+    error names the fix, and the call is not run (the format stays the released agents')."""
+    match = _STRING_ARGUMENTS.fullmatch(head)
+    if match is None:
         return ""
-    meant = match.group(1) + re.sub(r'(?<!\\)"', r'\\"', match.group(2)) + match.group(3)
+    # values and the `", "key": "` between them, alternately
+    pieces = _NEXT_STRING_ARGUMENT.split(match.group(2))
+    values = pieces[::2]
+    if not any('"' in v for v in values):
+        return ""
+    pieces[::2] = [re.sub(r'(?<!\\)"', r'\\"', v) for v in values]
+    meant = match.group(1) + "".join(pieces) + match.group(3)
     try:
         json.loads(meant)
     except ValueError:
