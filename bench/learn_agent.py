@@ -943,6 +943,13 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
     )
+    p.add_argument(
+        "--reevaluate",
+        metavar="RUN_JSON",
+        help="evaluate a finished run's checkpoints again (search-answer, untrained, each seed's "
+        "SFT and GRPO) on --eval-limit questions a held-out set (0: every one), with the run's "
+        "own settings, and report them as that run",
+    )
     return p
 
 
@@ -1041,6 +1048,9 @@ def main() -> None:
             name=name,
         )
         return
+    if args.reevaluate:
+        reevaluate(args, name)
+        return
     t0, started = time.perf_counter(), time.time()
     data = load_data(args.eval_limit)
     shutil.rmtree(RESULTS / name, ignore_errors=True)
@@ -1076,6 +1086,60 @@ def main() -> None:
         [started, time.time()],
         name,
     )
+
+
+def checkpoint(path: str, run_json: str) -> str:
+    """A checkpoint a results JSON names, where it is now: as recorded, or at the same place
+    under this checkout's `bench/results/` (the run may have been made in another clone)."""
+    if Path(path).exists():
+        return path
+    parts = Path(path).parts
+    here = RESULTS.joinpath(*parts[len(parts) - parts[::-1].index("results") :])
+    if "results" not in parts or not here.exists():
+        raise SystemExit(f"{run_json} names checkpoint {path}, which is not there nor at {here}")
+    return str(here)
+
+
+def reevaluate(args: argparse.Namespace, name: str) -> None:
+    """A finished run's checkpoints on more held-out questions: its training left out every
+    held-out set's answers, asked or not (`load_data`), so any share of them may be asked. The
+    run's own settings (context, turns, decoding) are kept; only the questions change."""
+    source = json.loads(Path(args.reevaluate).read_text())
+    runs = source["runs"]
+    paths = {
+        (r["seed"], s): checkpoint(r["checkpoints"][s], args.reevaluate)
+        for r in runs
+        for s in ("sft", "grpo")
+    }
+    out = RESULTS / name
+    if any(Path(p).resolve().is_relative_to(out.resolve()) for p in paths.values()):
+        raise SystemExit(
+            f"--name {name} would overwrite the checkpoints it evaluates: pick another"
+        )
+    settings = {
+        **source["args"],
+        **{
+            k: getattr(args, k)
+            for k in ("eval_limit", "eval_batch", "device", "threads", "reevaluate")
+        },
+        "name": name,
+    }
+    t0, started = time.perf_counter(), time.time()
+    shutil.rmtree(out, ignore_errors=True)
+    bench = Bench(argparse.Namespace(**settings), load_data(args.eval_limit), out)
+    times: dict = {}
+    t = time.perf_counter()
+    baseline = bench.evaluate("search-answer", None)
+    times["search-answer"] = time.perf_counter() - t
+    t = time.perf_counter()
+    untrained = bench.evaluate("untrained", str(smollm2_dir()))
+    times["untrained"] = time.perf_counter() - t
+    again = [
+        {**r, "untrained": untrained}
+        | {s: bench.evaluate(s, paths[r["seed"], s], r["seed"]) for s in ("sft", "grpo")}
+        for r in runs
+    ]
+    report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
 
 
 def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:

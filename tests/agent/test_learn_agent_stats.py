@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import runpy
 
 import pytest
@@ -189,3 +190,60 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     # no correct GRPO answer: "most correct answers grounded" has nothing to judge
     unsolved = [{**r, "grpo": stage({})} for r in runs]
     assert bench["summarize"](unsolved, baseline)["targets"]["grpo_correct_mostly_grounded"] is None
+
+
+def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_settings(
+    tmp_path, monkeypatch
+) -> None:
+    """--reevaluate: each seed's SFT and GRPO eval comes from that seed's checkpoints (found under
+    this checkout's results when the run was made elsewhere), the untrained model once, with the
+    run's settings but the asked number of questions; it never overwrites what it evaluates."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    g = bench["reevaluate"].__globals__
+    results = tmp_path / "results"
+    calls: list[tuple[str, str | None, int | None]] = []
+    limits: list[int] = []
+
+    class Bench:
+        def __init__(self, args, data, out) -> None:
+            self.args = args
+
+        def evaluate(self, name, policy_dir, seed=None) -> dict:
+            calls.append((name, policy_dir, seed))
+            assert self.args.max_turns == 3 and self.args.eval_limit == 24
+            em = 0.5 if policy_dir and policy_dir.endswith("grpo/final") else 0.0
+            return {
+                s: {"episodes": 24, "em": em, "em_ci95": [0.0, 1.0], "f1": em}
+                | {"search_calls": 1.0, "visit_calls": 0.0, "grounded_share_of_correct": 1.0}
+                | {"tokens_per_episode": 50.0}
+                for s in ("synth-test", "bundled")
+            }
+
+    monkeypatch.setitem(g, "Bench", Bench)
+    monkeypatch.setitem(g, "load_data", limits.append)
+    monkeypatch.setitem(g, "smollm2_dir", lambda: "UNTRAINED")
+    monkeypatch.setitem(g, "RESULTS", results)
+    runs = []
+    for seed in (0, 1):
+        for stage in ("sft", "grpo"):
+            (results / "run" / f"seed{seed}" / stage / "final").mkdir(parents=True)
+        elsewhere = f"/another/clone/bench/results/run/seed{seed}"
+        runs.append(
+            {"seed": seed, "checkpoints": {s: f"{elsewhere}/{s}/final" for s in ("sft", "grpo")}}
+            | {"time_s": {"rejection": 1.0, "sft": 2.0, "grpo": 3.0}, "grpo_curve": []}
+            | {"rejection": {"kept": 1, "tried": 2, "questions_with_any": 1}, "sft_losses": [1.0]}
+            | {"grpo_steps_run": 2}
+        )
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps({"args": {"max_turns": 3, "eval_limit": 12}, "runs": runs}))
+    args = bench["arguments"]().parse_args(["--reevaluate", str(source), "--eval-limit", "24"])
+    bench["reevaluate"](args, "run_24")
+    assert limits == [24]
+    assert [c[0] for c in calls] == ["search-answer", "untrained", "sft", "grpo", "sft", "grpo"]
+    assert calls[1][1] == "UNTRAINED"
+    assert calls[4] == ("sft", str(results / "run" / "seed1" / "sft" / "final"), 1)
+    out = json.loads((results / "run_24.json").read_text())
+    assert out["args"]["reevaluate"] == str(source) and out["args"]["max_turns"] == 3
+    assert out["summary"]["per_set"]["pooled"]["gain sft->grpo"]["per_seed"] == [0.5, 0.5]
+    with pytest.raises(SystemExit, match="overwrite"):
+        bench["reevaluate"](args, "run")
