@@ -1096,8 +1096,10 @@ def checkpoint(path: str, run_json: str) -> str:
     if Path(path).exists():
         return path
     parts = Path(path).parts
+    if "results" not in parts:
+        raise SystemExit(f"{run_json} names checkpoint {path}, which is not there")
     here = RESULTS.joinpath(*parts[len(parts) - parts[::-1].index("results") :])
-    if "results" not in parts or not here.exists():
+    if not here.exists():
         raise SystemExit(f"{run_json} names checkpoint {path}, which is not there nor at {here}")
     return str(here)
 

@@ -32,9 +32,8 @@ _VISITED = re.compile(r"The useful information in (\S+) for user goal")
 _NAME_RULE = re.compile(
     r"\bhas (?:a name that begins with the letter (?P<letter>\w)|the initials (?P<initials>[A-Z]{2,}))\b"
 )
-_NAMED = re.compile(
-    r"\s[A-Z0-9]"
-)  # a capitalised word past the clause's first: something to search
+# a capitalised word past the clause's first: something to search
+_NAMED = re.compile(r"\s[A-Z0-9]")
 _THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 
 #: Teacher names (SFTConfig.teacher) -> ResearchTeacher's known_only.
@@ -257,7 +256,8 @@ class ResearchTeacher:
             question, TYPED_QUESTION_WORDS if self.known_only else SHORT_QUESTION_WORDS
         )
         terms = searchable(question)
-        options = [*typed, keywords(terms, 8), *([names(terms)] if names(terms) else [])]
+        named = names(terms)
+        options = [*typed, keywords(terms, 8), *([named] if named else [])]
         titles = [title_of(u) for u in task.evidence]
         if self.known_only:
             known = " ".join([question, *map(evidence_text, seen)]).lower()
