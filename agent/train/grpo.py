@@ -141,6 +141,19 @@ def _marked(t: Trajectory, key: str, option: str) -> float:
     return t.metrics[key]
 
 
+def _retrieval_paid(t: Trajectory) -> float:
+    """`GRPOConfig.retrieval_bonus`'s share: searching that found the answer, paid only where the
+    rollout went on to answer. A started rollout (a teacher's or its own turns replayed up to the
+    answer) has it on screen already, and paid for finding it again it learned to visit until its
+    turns ran out (session 35); paid without an answer, a group whose searches all found it
+    ranked searching on past the find above answering, and seed 2 collapsed into a loop of
+    visits without a URL (session 38)."""
+    if started(t):
+        return 0.0
+    found = _marked(t, "retrieved", "retrieval_bonus")
+    return found if t.answer is not None else 0.0
+
+
 def echoed(t: Trajectory) -> bool:
     """A wrong answer that is words of the question: `GRPOConfig.echo_penalty` charges it and
     `rollout_stats` counts it."""
@@ -154,12 +167,9 @@ def advantages_for(
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     if cfg.grounded_only:
         rewards = rewards * torch.tensor([answer_observed(t) for t in trajs], dtype=torch.float32)
-    if cfg.retrieval_bonus:  # searching that found the answer; a started rollout (a teacher's
-        # or its own turns replayed up to the answer) has it on screen already, and paid for
-        # finding it again it learned to visit until its turns ran out (session 35)
+    if cfg.retrieval_bonus:
         rewards = rewards + cfg.retrieval_bonus * torch.tensor(
-            [0.0 if started(t) else _marked(t, "retrieved", "retrieval_bonus") for t in trajs],
-            dtype=torch.float32,
+            [_retrieval_paid(t) for t in trajs], dtype=torch.float32
         )
     if cfg.echo_penalty:
         rewards = rewards - cfg.echo_penalty * torch.tensor(

@@ -120,6 +120,23 @@ def test_retrieval_bonus_pays_the_searching_that_put_a_gold_answer_on_screen(tok
     )
     again, _ = advantages_for(trajs, dataclasses.replace(cfg, retrieval_bonus=0.25))
     assert torch.allclose(again, torch.tensor([-1, 3, -1, -1]) * 0.25 / 3)
+    # session 38's seed 2: a group whose rollouts mostly found the answer and then searched and
+    # visited until their turns ran out; paid for the find, they outranked one that answered
+    looped = [
+        dataclasses.replace(t, metrics={**t.metrics, "retrieved": float(i in (1, 2))})
+        for i, t in enumerate(group(tok, [0.0, 0.0, 0.0, 0.0], truncated=(1, 2, 3)))
+    ]
+    looped[1:] = [  # every turn a visit, none an answer
+        dataclasses.replace(t, turns=(t.turns[0], dataclasses.replace(t.turns[0], text="visit")))
+        for t in looped[1:]
+    ]
+    loop_cfg = dataclasses.replace(
+        cfg, retrieval_bonus=0.25, format_penalty=0.1, unanswered_negative=True
+    )
+    adv, inc = advantages_for(looped, loop_cfg)
+    assert inc.all()  # every turn a call: searched out, so a negative, not left out
+    # rewards 0 (answered, wrong) and -0.1 (the format penalty) thrice: the find is not paid
+    assert torch.allclose(adv, torch.tensor([3, -1, -1, -1]) * 0.1 / 3)
     unmarked = group(tok, [0.0, 0.0, 0.0, 0.0])  # a sampler that does not say what it retrieved
     with pytest.raises(ConfigError, match="retrieved"):
         advantages_for(unmarked, dataclasses.replace(cfg, retrieval_bonus=0.25))
