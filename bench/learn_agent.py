@@ -325,6 +325,18 @@ class Bench:
             }
         return out
 
+    def references(self, untrained: bool) -> tuple[dict, dict | None, dict[str, float]]:
+        """The scripted search-answer floor and (if asked) the untrained model on the held-out
+        sets, with their wall times: what every seed's stages are measured against."""
+        times = {}
+        t = time.perf_counter()
+        baseline = self.evaluate("search-answer", None)
+        times["search-answer"] = time.perf_counter() - t
+        t = time.perf_counter()
+        evaluated = self.evaluate("untrained", str(smollm2_dir())) if untrained else None
+        times["untrained"] = time.perf_counter() - t
+        return baseline, evaluated, times
+
     def gpu_peak(self, stage: str) -> None:
         """Record the GPU memory peak since the last stage (seeds share one GPU side by side: a
         stage that holds far more than its tensors need shows up here, not as another's OOM)."""
@@ -1058,13 +1070,7 @@ def main() -> None:
     data = load_data(args.eval_limit)
     shutil.rmtree(RESULTS / name, ignore_errors=True)
     bench = Bench(args, data, RESULTS / name)
-    times: dict = {}
-    t = time.perf_counter()
-    baseline = bench.evaluate("search-answer", None)
-    times["search-answer"] = time.perf_counter() - t
-    t = time.perf_counter()
-    untrained = bench.evaluate("untrained", str(smollm2_dir())) if args.untrained else None
-    times["untrained"] = time.perf_counter() - t
+    baseline, untrained, times = bench.references(args.untrained)
     runs = []
     for i, seed in enumerate(args.seeds):
         runs.append(bench.seed(seed, untrained, len(args.seeds) - i))
@@ -1132,13 +1138,7 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     t0, started = time.perf_counter(), time.time()
     shutil.rmtree(out, ignore_errors=True)
     bench = Bench(argparse.Namespace(**settings), load_data(args.eval_limit), out)
-    times: dict = {}
-    t = time.perf_counter()
-    baseline = bench.evaluate("search-answer", None)
-    times["search-answer"] = time.perf_counter() - t
-    t = time.perf_counter()
-    untrained = bench.evaluate("untrained", str(smollm2_dir()))
-    times["untrained"] = time.perf_counter() - t
+    baseline, untrained, times = bench.references(untrained=True)
     again = [
         {**r, "untrained": untrained}
         | {s: bench.evaluate(s, paths[r["seed"], s], r["seed"]) for s in ("sft", "grpo")}
