@@ -122,6 +122,9 @@ GRPO_CURVE = (
     "grad_norm",
     "dev_pass@1",
     "tool_calls",
+    "answered_share",
+    "health_unanswered",
+    "health_reward",
     "loss",
 )
 
@@ -492,6 +495,9 @@ class Bench:
             teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
             own_starts=a.own_starts,
             own_share=a.own_share if a.own_starts else 1.0,
+            health_questions=a.health_questions,
+            health_every=a.health_every,
+            health_margin=a.health_margin,
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
         runner = self.runner
@@ -527,6 +533,7 @@ class Bench:
         stop_by = deadline - 1.5 * eval_s - 30 if a.deadline_s else None
         g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, deadline=stop_by)
         res["grpo_steps_run"] = g.steps
+        res["grpo_kept_step"] = g.kept_step  # < steps run: the collapse guard stopped it there
         if a.own_starts:
             res["own_starts"] = own_start_summary(
                 list(read_trajectories(out / "grpo" / OWN_EPISODES))
@@ -717,7 +724,7 @@ def plot(runs: list[dict], png: Path) -> None:
             label=f"seed {r['seed']}: dev pass@1, T=1",
         )
         axes[0].plot(  # the stage evals: many more questions than the dev points, greedy
-            [0, r["grpo_steps_run"] or 0],
+            [0, r.get("grpo_kept_step", r["grpo_steps_run"]) or 0],  # the weights evaluated
             [pooled(r["sft"], "em"), pooled(r["grpo"], "em")],
             "s--",
             color=line.get_color(),
@@ -917,6 +924,16 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--dev-every", type=int, default=None)
     p.add_argument(
+        "--health-questions",
+        type=int,
+        default=None,
+        help="GRPOConfig.health_questions, the collapse guard: training questions played greedily "
+        "before GRPO and every --health-every steps; where the share unanswered rises more than "
+        "--health-margin, GRPO stops at the last weights that passed (0: off; default: the profile's)",
+    )
+    p.add_argument("--health-every", type=int, default=None)
+    p.add_argument("--health-margin", type=float, default=GRPO_RECIPE.health_margin)
+    p.add_argument(
         "--dev-per-set", type=int, default=None, help="held-out questions per set in the GRPO curve"
     )
     p.add_argument(
@@ -982,6 +999,8 @@ def main() -> None:
         "own_starts": 32,  # at 16, 2 started, every rollout wrong: no gradient
         "group_size": 4,
         "dev_every": 2,  # one held-out point, after the last step: each takes ~60 s here
+        "health_questions": 4,
+        "health_every": 2,
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
@@ -1005,6 +1024,8 @@ def main() -> None:
         "own_starts": 48,  # ~5 min to play here; ~16 start, for the steps the deadline fits
         "group_size": 8,
         "dev_every": 4,  # a held-out point every 4th step (~60 s each): 15-18 steps fit a seed (session 36)
+        "health_questions": 16,  # ~30 s a check here; seed 2 collapsed in sessions 38 and 39
+        "health_every": 4,
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 2,
@@ -1024,6 +1045,8 @@ def main() -> None:
         "own_starts": GRPO_RECIPE.own_starts,
         "group_size": 8,
         "dev_every": 10,
+        "health_questions": GRPO_RECIPE.health_questions,
+        "health_every": GRPO_RECIPE.health_every,
         "dev_per_set": 6,
         "pass_samples": 2,
         "micro_batch": 4,  # SFT's activations at 16 outgrow a third of an H100 (seeds side by side)
@@ -1205,6 +1228,12 @@ def report(
             f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "
             f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
         )
+        kept = r.get("grpo_kept_step", r["grpo_steps_run"])
+        if kept != r["grpo_steps_run"]:
+            print(
+                f"seed {r['seed']}: the collapse guard stopped GRPO after step {r['grpo_steps_run']} "
+                f"and kept step {kept}'s weights"
+            )
     print(f"wall time {wall:.0f}s on {args['device']}; wrote {RESULTS / name}.json and .png")
     print(json.dumps({"stages": summary["stages"], "targets": summary["targets"]}))
 

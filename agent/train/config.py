@@ -167,6 +167,13 @@ class GRPOConfig(TrainConfig):
     # turns), whose forward and backward run once per group (agent.train.prefix; one process only)
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k
+    # the collapse guard (agent.train.health): > 0 plays this many training questions greedily
+    # before step 1 and every health_every steps; where the share left unanswered has risen by
+    # more than health_margin over the starting weights', the run stops and keeps the weights of
+    # its last healthy check
+    health_questions: int = 0
+    health_every: int = 4
+    health_margin: float = 0.25
     curriculum: bool = False  # retire always/never-solved questions and top the pool up
     probe_questions: int = 0  # > 0: first sample this many training questions from the starting
     # weights; their pass rates start the curriculum on the ones sometimes solved (needs curriculum)
@@ -262,7 +269,14 @@ class GRPOConfig(TrainConfig):
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
             question_rollouts=self.question_rollouts,
+            health_questions=self.health_questions,
         )
+        at_least(type(self).__name__, 1, health_every=self.health_every)
+        if not 0.0 <= self.health_margin < 1.0:
+            raise ConfigError(
+                f"health_margin={self.health_margin} must be a share in [0, 1): the rise in "
+                "unanswered health-check episodes that stops the run"
+            )
         if self.probe_questions and not self.curriculum:
             raise ConfigError(
                 f"probe_questions={self.probe_questions} seeds the curriculum: set curriculum=true"

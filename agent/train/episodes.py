@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 
@@ -24,6 +24,24 @@ from agent.train.teachers import echoes
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Sampler(Protocol):
+    """`n` contiguous trajectories per task id, sampled from `model` at `temperature`; the task
+    ids in `starts` start from their teacher's turns (`agent.train.starts`)."""
+
+    def __call__(
+        self,
+        model: torch.nn.Module,
+        task_ids: Sequence[str],
+        n: int,
+        seed: int,
+        temperature: float,
+        starts: Starts | None = None,
+    ) -> list[Trajectory]: ...
 
 
 class SystemPrompt(gym.Wrapper):

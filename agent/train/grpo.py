@@ -17,14 +17,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from agent.eval.metrics import pass_at_k
 from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajectories
+from agent.train import health
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
+from agent.train.episodes import Sampler
+from agent.train.health import Health
 from agent.train.loop import (
     Batch,
     RunDir,
@@ -51,27 +54,12 @@ from agent.train.sft import answer_observed
 from agent.train.starts import OWN_EPISODES, Starts, own_starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
 
-
-class Sampler(Protocol):
-    """`n` contiguous trajectories per task id, sampled from `model` at `temperature`; the task
-    ids in `starts` start from their teacher's turns (`agent.train.starts`)."""
-
-    def __call__(
-        self,
-        model: torch.nn.Module,
-        task_ids: Sequence[str],
-        n: int,
-        seed: int,
-        temperature: float,
-        starts: Starts | None = None,
-    ) -> list[Trajectory]: ...
-
-
 CURVES = (
     "reward",
     "solve_rate",
     "dev_pass@1",
     "dev_pass@k",
+    "health_unanswered",
     "entropy",
     "response_tokens",
     "turns",
@@ -547,6 +535,9 @@ class GRPOResult:
     history: list[dict[str, Any]]  # the metrics of each step run in this call
     steps: int
     weight_syncs: list[dict[str, Any]]  # one per push to the generation server (empty in-process)
+    kept_step: (
+        int  # the step whose weights final_dir holds: steps, or the collapse guard's last pass
+    )
 
 
 @dataclass
@@ -568,6 +559,7 @@ class _Run:
     pad: int
     starts: Starts  # task id -> the turns its groups start from; empty when not starting from any
     questions: list[str]  # the training questions (under cfg.own_starts, those with a start)
+    health: Health | None  # the collapse guard (cfg.health_questions)
 
 
 def _prepare(
@@ -593,6 +585,7 @@ def _prepare(
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     run = RunDir(cfg, accelerator)
     starts: Starts = read_starts(cfg.teacher_data) if cfg.teacher_starts else {}
+    asked = list(task_ids)  # the health checks draw from all of them
     if cfg.own_starts:
         starts = _own_starts(cfg, accelerator, model, run.root, sampler, task_ids)
         task_ids = [t for t in task_ids if t in starts]
@@ -618,6 +611,12 @@ def _prepare(
             cfg.sync_protocol,
         )
         sync.push(model, start)
+    guard = None
+    if cfg.health_questions:  # after the push: a generation server samples the checks
+        unwrapped = accelerator.unwrap_model(model)
+        guard = health.start(
+            cfg, sampler, unwrapped, asked, accelerator, start, state.get("health")
+        )
     return _Run(
         cfg,
         accelerator,
@@ -633,6 +632,7 @@ def _prepare(
         pad,
         starts,
         list(task_ids),
+        guard,
     )
 
 
@@ -739,13 +739,18 @@ def train_grpo(
     at this call's mean pace with its dev evals, would end later; at least one step runs. The
     pace is measured as the run goes, because a step's cost varies several-fold with its
     groups (a teacher's start shares most of its tokens, a scratch group few).
+
+    With `cfg.health_questions` the collapse guard (`agent.train.health`) may end the run early,
+    its weights back at the last check passed (`GRPOResult.kept_step`); a resumed run that had
+    stopped so runs no more steps.
     """
     if not task_ids:
         raise ConfigError("GRPO needs training questions; the task set is empty")
     r = _prepare(cfg, task_ids, sampler, tags, prior)
     history: list[dict[str, Any]] = []
     began = time.perf_counter()
-    for step in range(r.start, cfg.steps):
+    collapsed = r.health is not None and r.health.stopped_at is not None
+    for step in range(r.start, r.start if collapsed else cfg.steps):
         t0 = time.perf_counter()
         record = _train_step(r, sampler, step)
         done = step + 1
@@ -762,8 +767,15 @@ def train_grpo(
             )
             record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
         record["time_dev_eval"] = time.perf_counter() - t_dev
+        if r.health is not None and (done % cfg.health_every == 0 or done == cfg.steps):
+            t_health = time.perf_counter()
+            unwrapped = r.accelerator.unwrap_model(r.model)
+            record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.accelerator, done))
+            if r.health.stopped_at is not None and r.sync is not None:
+                r.sync.push(r.model, done)  # the server samples what final_dir will hold
+            record["time_health"] = time.perf_counter() - t_health
         record["time_step"] = (
-            time.perf_counter() - t0 - record["time_dev_eval"]
+            time.perf_counter() - t0 - record["time_dev_eval"] - record.get("time_health", 0.0)
         )  # the training step alone
         record["time_other"] = (
             record["time_step"]
@@ -776,9 +788,16 @@ def train_grpo(
         out_of_time = deadline is not None and _past(
             r.accelerator, deadline, (time.perf_counter() - began) / len(history)
         )
-        last = done == cfg.steps or out_of_time
+        collapsed = r.health is not None and r.health.stopped_at is not None
+        last = done == cfg.steps or out_of_time or collapsed
         if (cfg.save_every and done % cfg.save_every == 0) or last:
-            r.run.save(done, {"curriculum": r.curriculum.state_dict() if r.curriculum else None})
+            r.run.save(
+                done,
+                {
+                    "curriculum": r.curriculum.state_dict() if r.curriculum else None,
+                    "health": r.health.state_dict() if r.health else None,
+                },
+            )
         if last:
             break
     final = r.run.save_final(r.model, r.tokenizer)
@@ -789,6 +808,7 @@ def train_grpo(
         history=history,
         steps=r.start + len(history),
         weight_syncs=r.sync.history if r.sync else [],
+        kept_step=r.health.kept_step if r.health and collapsed else r.start + len(history),
     )
 
 

@@ -29,7 +29,15 @@ from agent.train.grpo import GRPOResult, train_grpo
 QUESTIONS = [f"q{i}" for i in range(8)]
 
 
-def run(out: Path, steps: int, deadline: float | None = None) -> GRPOResult:
+def run(
+    out: Path,
+    steps: int,
+    deadline: float | None = None,
+    collapse_at: int | None = None,
+    **fields: object,
+) -> GRPOResult:
+    """`collapse_at`: greedy episodes (the collapse guard's checks) from that check on, counted
+    from 0, go unanswered. `fields` override the config's."""
     cfg = GRPOConfig(
         output_dir=str(out),
         seed=3,
@@ -41,18 +49,26 @@ def run(out: Path, steps: int, deadline: float | None = None) -> GRPOResult:
         cpu=True,
         dev_every=0,
         max_new_tokens=6,
+        **fields,  # type: ignore[arg-type]
     )
     tok, _ = tiny_model(cfg.seed)
     chat = ChatFormat(tok)
+    checks = 0
 
     def sample(model, task_ids, n, seed, temperature, starts=None):
         from accelerate import PartialState
 
+        nonlocal checks
         rank = PartialState().process_index
+        record = {
+            "weights": weights_sha256(model),
+            "questions": list(task_ids),
+            "temperature": temperature,
+        }
         with (out / f"rank-{rank}.jsonl").open("a") as f:
-            f.write(
-                json.dumps({"weights": weights_sha256(model), "questions": list(task_ids)}) + "\n"
-            )
+            f.write(json.dumps(record) + "\n")
+        gone = temperature == 0 and collapse_at is not None and checks >= collapse_at
+        checks += temperature == 0
         policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
         step_seed = seed // 1_000  # drop the rank (see the module docstring)
         trajs = []
@@ -71,7 +87,7 @@ def run(out: Path, steps: int, deadline: float | None = None) -> GRPOResult:
                         policy="tiny",
                         prompt_ids=prompt,
                         turns=(Turn(text=tok.decode(ids), ids=tuple(ids), logprobs=tuple(lps)),),
-                        answer=str(ids[0]),
+                        answer=None if gone else str(ids[0]),
                         reward=float(ids[0] % 2 == 0),
                         terminated=True,
                         truncated=False,

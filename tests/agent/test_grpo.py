@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -402,3 +403,39 @@ def test_a_deadline_ends_grpo_after_a_whole_step_and_saves_it(tmp_path):
     assert (tmp_path / "late" / "checkpoints" / "step-1").is_dir()  # resumable from there
     ample = grpo_worker.run(tmp_path / "ample", steps=2, deadline=time.perf_counter() + 3600)
     assert ample.steps == 2 and [r["loss"] for r in ample.history][:1] == [late.history[0]["loss"]]
+
+
+def test_the_collapse_guard_stops_grpo_at_the_weights_of_its_last_passed_check(tmp_path):
+    from transformers import Qwen2ForCausalLM
+
+    from agent.rollout.model_server import weights_sha256
+    from agent.train.loop import read_metrics
+
+    guard = {"health_questions": 4, "health_every": 2}
+    # greedy checks before step 1 and after steps 2 and 4; from the third on nothing is answered
+    res = grpo_worker.run(tmp_path / "g", steps=6, collapse_at=2, **guard)
+    assert res.steps == 4 and res.kept_step == 2
+    calls = [json.loads(x) for x in (tmp_path / "g" / "rank-0.jsonl").read_text().splitlines()]
+    checked = [c["weights"] for c in calls if c["temperature"] == 0]
+    assert len(checked) == 3 and len(set(checked)) == 3
+    assert all(len(c["questions"]) == 4 for c in calls if c["temperature"] == 0)
+    final = Qwen2ForCausalLM.from_pretrained(res.final_dir)
+    assert weights_sha256(final) == checked[1]  # step 2's weights, not step 4's
+    logged = read_metrics(tmp_path / "g" / "metrics.jsonl")
+    assert [r.get("health_unanswered") for r in logged] == [None, 0.0, None, 1.0]
+    assert logged[-1]["health_kept_step"] == 2 and logged[-1]["health_base"] == 0.0
+    # resumed with the same config, a stopped run stays stopped at the same weights
+    again = grpo_worker.run(tmp_path / "g", steps=6, collapse_at=2, **guard)
+    assert again.steps == 4 and again.kept_step == 2 and again.history == []
+    assert weights_sha256(Qwen2ForCausalLM.from_pretrained(again.final_dir)) == checked[1]
+    # a policy that keeps answering runs every step, the checks logged beside them
+    healthy = grpo_worker.run(tmp_path / "h", steps=3, **guard)
+    assert healthy.steps == healthy.kept_step == 3
+    assert [r.get("health_unanswered") for r in healthy.history] == [None, 0.0, 0.0]
+
+
+def test_the_collapse_guard_checks_its_settings():
+    with pytest.raises(ConfigError, match="health_margin"):
+        GRPOConfig(health_questions=4, health_margin=1.0)
+    with pytest.raises(ConfigError, match="health_every"):
+        GRPOConfig(health_questions=4, health_every=0)

@@ -1,0 +1,121 @@
+"""The collapse guard: GRPO stops, keeping its last healthy weights, when the policy stops answering.
+
+GRPO on a small CPU policy can drift into a loop of tool calls that never answers (seed 2 in
+sessions 22, 38 and 39: up to 51 of 120 greedy held-out episodes unanswered, against ~3 after
+SFT). The training rollouts cannot tell that drift from a passing bad group: 16 rollouts of two
+questions a step, and a seed that recovered showed as many unanswered ones (9 of 32 over two
+steps) as one that collapsed. So a fixed draw of training questions is played greedily, as the
+held-out evals play, before step 1 and every `GRPOConfig.health_every` steps; where the share
+left unanswered has risen more than `health_margin` over the starting weights', the trainable
+weights go back to those of the last check that passed and the run stops there.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from agent.train.config import GRPOConfig
+from agent.train.episodes import Sampler
+from agent.train.loop import global_sum
+
+
+@dataclass
+class Health:
+    """The guard's state: its questions, the starting weights' unanswered share, and the weights
+    (trainable parameters, on the CPU) of the last check that passed."""
+
+    questions: list[str]
+    base: float
+    kept_step: int
+    kept: dict[str, torch.Tensor] = field(repr=False)
+    stopped_at: int | None = None  # the step whose check failed
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps (the weights are the checkpoint's own)."""
+        return {"base": self.base, "kept_step": self.kept_step, "stopped_at": self.stopped_at}
+
+
+def health_questions(cfg: GRPOConfig, task_ids: Sequence[str]) -> list[str]:
+    """`cfg.health_questions` training questions, drawn by the seed whatever order they are listed in."""
+    drawn = sorted(task_ids)
+    random.Random(cfg.seed * 31 + 11).shuffle(drawn)
+    return drawn[: cfg.health_questions]
+
+
+def check(
+    sampler: Sampler, model: torch.nn.Module, questions: Sequence[str], seed: int, accelerator: Any
+) -> dict[str, float]:
+    """Greedy episodes of `questions` (each process a shard): the share unanswered, and their
+    mean reward."""
+    rank, world = accelerator.process_index, accelerator.num_processes
+    mine = list(questions)[rank::world]
+    trajs = sampler(model, mine, 1, seed, 0.0) if mine else []
+    unanswered = global_sum(accelerator, float(sum(t.answer is None for t in trajs)))
+    reward = global_sum(accelerator, sum(t.reward for t in trajs))
+    n = len(questions)
+    return {"health_unanswered": unanswered / n, "health_reward": reward / n}
+
+
+def trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A CPU copy of the parameters training changes (a LoRA adapter's, or all of them)."""
+    return {
+        n: p.detach().to("cpu", copy=True) for n, p in model.named_parameters() if p.requires_grad
+    }
+
+
+def restore(model: torch.nn.Module, kept: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n in kept:
+                p.copy_(kept[n])
+
+
+def start(
+    cfg: GRPOConfig,
+    sampler: Sampler,
+    model: torch.nn.Module,
+    task_ids: Sequence[str],
+    accelerator: Any,
+    step: int,
+    state: dict[str, Any] | None,
+) -> Health:
+    """The guard at `step`: a fresh run checks its starting weights; a resumed one reads the base
+    back from its checkpoint and keeps the resumed weights as the last healthy ones (a run the
+    guard stopped saved them restored)."""
+    questions = health_questions(cfg, task_ids)
+    if state:
+        stopped = state["stopped_at"]
+        kept_step = state["kept_step"] if stopped is not None else step
+        return Health(questions, state["base"], kept_step, trainable(model), stopped)
+    base = check(sampler, model, questions, _seed(cfg), accelerator)["health_unanswered"]
+    return Health(questions, base, step, trainable(model))
+
+
+def after_step(
+    health: Health,
+    cfg: GRPOConfig,
+    sampler: Sampler,
+    model: torch.nn.Module,
+    accelerator: Any,
+    done: int,
+) -> dict[str, float]:
+    """Check the weights after step `done`: passed, they become the kept ones; failed, the model
+    goes back to the kept ones and `health.stopped_at` is set. The check's figures, to log."""
+    figures = check(sampler, model, health.questions, _seed(cfg), accelerator)
+    figures["health_base"] = health.base
+    if figures["health_unanswered"] - health.base > cfg.health_margin:
+        restore(model, health.kept)
+        health.stopped_at = done
+        figures["health_kept_step"] = float(health.kept_step)
+    else:
+        health.kept, health.kept_step = trainable(model), done
+    return figures
+
+
+def _seed(cfg: GRPOConfig) -> int:
+    return cfg.seed * 7 + 2
