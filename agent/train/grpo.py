@@ -614,9 +614,7 @@ def _prepare(
     guard = None
     if cfg.health_questions:  # after the push: a generation server samples the checks
         unwrapped = accelerator.unwrap_model(model)
-        guard = health.start(
-            cfg, sampler, unwrapped, asked, accelerator, start, state.get("health")
-        )
+        guard = health.start(cfg, sampler, unwrapped, asked, run, start, state.get("health"))
     return _Run(
         cfg,
         accelerator,
@@ -770,7 +768,7 @@ def train_grpo(
         if r.health is not None and (done % cfg.health_every == 0 or done == cfg.steps):
             t_health = time.perf_counter()
             unwrapped = r.accelerator.unwrap_model(r.model)
-            record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.accelerator, done))
+            record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.run, done))
             if r.health.stopped_at is not None and r.sync is not None:
                 r.sync.push(r.model, done)  # the server samples what final_dir will hold
             record["time_health"] = time.perf_counter() - t_health

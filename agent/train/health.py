@@ -21,7 +21,7 @@ import torch
 
 from agent.train.config import GRPOConfig
 from agent.train.episodes import Sampler
-from agent.train.loop import global_sum
+from agent.train.loop import RunDir, global_sum
 
 
 @dataclass
@@ -48,13 +48,20 @@ def health_questions(cfg: GRPOConfig, task_ids: Sequence[str]) -> list[str]:
 
 
 def check(
-    sampler: Sampler, model: torch.nn.Module, questions: Sequence[str], seed: int, accelerator: Any
+    sampler: Sampler,
+    model: torch.nn.Module,
+    questions: Sequence[str],
+    seed: int,
+    run: RunDir,
+    step: int,
 ) -> dict[str, float]:
-    """Greedy episodes of `questions` (each process a shard): the share unanswered, and their
-    mean reward."""
+    """Greedy episodes of `questions` (each process a shard, kept in the run folder's
+    `health/step-N.rankR.jsonl`): the share unanswered, and their mean reward."""
+    accelerator = run.accelerator
     rank, world = accelerator.process_index, accelerator.num_processes
     mine = list(questions)[rank::world]
     trajs = sampler(model, mine, 1, seed, 0.0) if mine else []
+    run.rollouts(step, trajs, "health")
     unanswered = global_sum(accelerator, float(sum(t.answer is None for t in trajs)))
     reward = global_sum(accelerator, sum(t.reward for t in trajs))
     n = len(questions)
@@ -80,7 +87,7 @@ def start(
     sampler: Sampler,
     model: torch.nn.Module,
     task_ids: Sequence[str],
-    accelerator: Any,
+    run: RunDir,
     step: int,
     state: dict[str, Any] | None,
 ) -> Health:
@@ -92,7 +99,7 @@ def start(
         stopped = state["stopped_at"]
         kept_step = state["kept_step"] if stopped is not None else step
         return Health(questions, state["base"], kept_step, trainable(model), stopped)
-    base = check(sampler, model, questions, _seed(cfg), accelerator)["health_unanswered"]
+    base = check(sampler, model, questions, _seed(cfg), run, step)["health_unanswered"]
     return Health(questions, base, step, trainable(model))
 
 
@@ -101,12 +108,12 @@ def after_step(
     cfg: GRPOConfig,
     sampler: Sampler,
     model: torch.nn.Module,
-    accelerator: Any,
+    run: RunDir,
     done: int,
 ) -> dict[str, float]:
     """Check the weights after step `done`: passed, they become the kept ones; failed, the model
     goes back to the kept ones and `health.stopped_at` is set. The check's figures, to log."""
-    figures = check(sampler, model, health.questions, _seed(cfg), accelerator)
+    figures = check(sampler, model, health.questions, _seed(cfg), run, done)
     figures["health_base"] = health.base
     if figures["health_unanswered"] - health.base > cfg.health_margin:
         restore(model, health.kept)

@@ -269,12 +269,13 @@ class RunDir:
                 if isinstance(v, int | float) and k != "step":
                     self._tb.add_scalar(k, v, record["step"])
 
-    def rollouts(self, step: int, trajectories: Sequence[Trajectory]) -> Path:
+    def rollouts(
+        self, step: int, trajectories: Sequence[Trajectory], folder: str = "rollouts"
+    ) -> Path:
         """This process's rollouts of an RL step, as `wikisim eval` writes trajectories: what the
-        policy did, readable beside its curves (`rollouts/step-00001.rank0.jsonl`)."""
-        path = (
-            self.root / "rollouts" / f"step-{step:05d}.rank{self.accelerator.process_index}.jsonl"
-        )
+        policy did, readable beside its curves (`rollouts/step-00001.rank0.jsonl`; the collapse
+        guard's checks under `health/`)."""
+        path = self.root / folder / f"step-{step:05d}.rank{self.accelerator.process_index}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_trajectories(path, trajectories)
         return path

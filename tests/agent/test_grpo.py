@@ -14,6 +14,7 @@ from test_sft import make_traj
 
 import agent.train.grpo as grpo
 from agent.rollout.models import tiny_model
+from agent.rollout.trajectory import read_trajectories
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
 from agent.train.grpo import (
@@ -424,6 +425,9 @@ def test_the_collapse_guard_stops_grpo_at_the_weights_of_its_last_passed_check(t
     logged = read_metrics(tmp_path / "g" / "metrics.jsonl")
     assert [r.get("health_unanswered") for r in logged] == [None, 0.0, None, 1.0]
     assert logged[-1]["health_kept_step"] == 2 and logged[-1]["health_base"] == 0.0
+    kept = sorted((tmp_path / "g" / "health").iterdir())  # each check's episodes, to read
+    assert [f.name for f in kept] == [f"step-0000{i}.rank0.jsonl" for i in (0, 2, 4)]
+    assert [t.answer is None for t in read_trajectories(kept[2])] == [True] * 4
     # resumed with the same config, a stopped run stays stopped at the same weights
     again = grpo_worker.run(tmp_path / "g", steps=6, collapse_at=2, **guard)
     assert again.steps == 4 and again.kept_step == 2 and again.history == []
