@@ -535,9 +535,8 @@ class GRPOResult:
     history: list[dict[str, Any]]  # the metrics of each step run in this call
     steps: int
     weight_syncs: list[dict[str, Any]]  # one per push to the generation server (empty in-process)
-    kept_step: (
-        int  # the step whose weights final_dir holds: steps, or the collapse guard's last pass
-    )
+    # the step whose weights final_dir holds: steps, or the collapse guard's last check passed
+    kept_step: int
 
 
 @dataclass
@@ -560,6 +559,11 @@ class _Run:
     starts: Starts  # task id -> the turns its groups start from; empty when not starting from any
     questions: list[str]  # the training questions (under cfg.own_starts, those with a start)
     health: Health | None  # the collapse guard (cfg.health_questions)
+
+    @property
+    def stopped(self) -> bool:
+        """The collapse guard stopped the run (in this call, or before it was resumed)."""
+        return self.health is not None and self.health.stopped_at is not None
 
 
 def _prepare(
@@ -747,8 +751,7 @@ def train_grpo(
     r = _prepare(cfg, task_ids, sampler, tags, prior)
     history: list[dict[str, Any]] = []
     began = time.perf_counter()
-    collapsed = r.health is not None and r.health.stopped_at is not None
-    for step in range(r.start, r.start if collapsed else cfg.steps):
+    for step in range(r.start, r.start if r.stopped else cfg.steps):
         t0 = time.perf_counter()
         record = _train_step(r, sampler, step)
         done = step + 1
@@ -769,7 +772,7 @@ def train_grpo(
             t_health = time.perf_counter()
             unwrapped = r.accelerator.unwrap_model(r.model)
             record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.run, done))
-            if r.health.stopped_at is not None and r.sync is not None:
+            if r.stopped and r.sync is not None:
                 r.sync.push(r.model, done)  # the server samples what final_dir will hold
             record["time_health"] = time.perf_counter() - t_health
         record["time_step"] = (
@@ -786,8 +789,7 @@ def train_grpo(
         out_of_time = deadline is not None and _past(
             r.accelerator, deadline, (time.perf_counter() - began) / len(history)
         )
-        collapsed = r.health is not None and r.health.stopped_at is not None
-        last = done == cfg.steps or out_of_time or collapsed
+        last = done == cfg.steps or out_of_time or r.stopped
         if (cfg.save_every and done % cfg.save_every == 0) or last:
             r.run.save(
                 done,
@@ -806,7 +808,7 @@ def train_grpo(
         history=history,
         steps=r.start + len(history),
         weight_syncs=r.sync.history if r.sync else [],
-        kept_step=r.health.kept_step if r.health and collapsed else r.start + len(history),
+        kept_step=r.health.kept_step if r.health and r.stopped else r.start + len(history),
     )
 
 
