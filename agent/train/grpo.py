@@ -744,7 +744,8 @@ def train_grpo(
 
     With `cfg.health_questions` the collapse guard (`agent.train.health`) may end the run early,
     its weights back at the last check passed (`GRPOResult.kept_step`); a resumed run that had
-    stopped so runs no more steps.
+    stopped so runs no more steps. The weights a run ends with are checked whatever ends it (the
+    last step or the deadline), so none leaves unchecked.
     """
     if not task_ids:
         raise ConfigError("GRPO needs training questions; the task set is empty")
@@ -768,7 +769,13 @@ def train_grpo(
             )
             record.update({"dev_pass@1": ev["pass@1"], "dev_pass@k": ev["pass@k"]})
         record["time_dev_eval"] = time.perf_counter() - t_dev
-        if r.health is not None and (done % cfg.health_every == 0 or done == cfg.steps):
+        out_of_time = deadline is not None and _past(
+            r.accelerator, deadline, (time.perf_counter() - began) / (len(history) + 1)
+        )
+        last = done == cfg.steps or out_of_time
+        if r.health is not None and (
+            done % cfg.health_every == 0 or last
+        ):  # a run's last weights too
             t_health = time.perf_counter()
             unwrapped = r.accelerator.unwrap_model(r.model)
             record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.run, done))
@@ -786,10 +793,7 @@ def train_grpo(
         )
         r.run.log(record)
         history.append(record)
-        out_of_time = deadline is not None and _past(
-            r.accelerator, deadline, (time.perf_counter() - began) / len(history)
-        )
-        last = done == cfg.steps or out_of_time or r.stopped
+        last = last or r.stopped
         if (cfg.save_every and done % cfg.save_every == 0) or last:
             r.run.save(
                 done,

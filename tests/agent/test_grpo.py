@@ -438,6 +438,19 @@ def test_the_collapse_guard_stops_grpo_at_the_weights_of_its_last_passed_check(t
     assert [r.get("health_unanswered") for r in healthy.history] == [None, 0.0, 0.0]
 
 
+def test_the_collapse_guard_checks_the_weights_a_deadline_ends_on(tmp_path):
+    guard = {"health_questions": 4, "health_every": 4}
+    # the deadline ends the run after step 1, between two scheduled checks: its check fails
+    res = grpo_worker.run(
+        tmp_path / "d", steps=6, deadline=time.perf_counter(), collapse_at=1, **guard
+    )
+    assert res.steps == 1 and res.kept_step == 0
+    assert res.history[-1]["health_unanswered"] == 1.0
+    healthy = grpo_worker.run(tmp_path / "h", steps=6, deadline=time.perf_counter(), **guard)
+    assert healthy.steps == healthy.kept_step == 1
+    assert healthy.history[-1]["health_unanswered"] == 0.0
+
+
 def test_the_collapse_guard_checks_its_settings():
     with pytest.raises(ConfigError, match="health_margin"):
         GRPOConfig(health_questions=4, health_margin=1.0)
