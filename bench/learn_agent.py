@@ -462,7 +462,7 @@ class Bench:
         sft_dir = str(Path(sft.final_dir).parent / "adapter")
         t_eval = time.perf_counter()
         res["sft"] = self.evaluate("sft", sft.final_dir, seed)
-        eval_s = time.perf_counter() - t_eval
+        eval_s = res["time_s"]["eval sft"] = time.perf_counter() - t_eval
         t0 = time.perf_counter()
         gcfg = GRPOConfig(
             output_dir=str(out / "grpo"),
@@ -544,7 +544,9 @@ class Bench:
             {k: r[k] for k in GRPO_CURVE if k in r}
             for r in read_metrics(out / "grpo" / "metrics.jsonl")
         ]
+        t_eval = time.perf_counter()
         res["grpo"] = self.evaluate("grpo", g.final_dir, seed)
+        res["time_s"]["eval grpo"] = time.perf_counter() - t_eval
         res["checkpoints"] = {
             "sft": sft.final_dir,
             "grpo": g.final_dir,
@@ -1162,11 +1164,14 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     shutil.rmtree(out, ignore_errors=True)
     bench = Bench(argparse.Namespace(**settings), load_data(args.eval_limit), out)
     baseline, untrained, times = bench.references(untrained=True)
-    again = [
-        {**r, "untrained": untrained}
-        | {s: bench.evaluate(s, paths[r["seed"], s], r["seed"]) for s in ("sft", "grpo")}
-        for r in runs
-    ]
+    again = []
+    for r in runs:
+        row = {**r, "untrained": untrained, "time_s": dict(r["time_s"])}
+        for s in ("sft", "grpo"):
+            t = time.perf_counter()
+            row[s] = bench.evaluate(s, paths[r["seed"], s], r["seed"])
+            row["time_s"][f"eval {s}"] = time.perf_counter() - t
+        again.append(row)
     report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
 
 
@@ -1186,10 +1191,10 @@ def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:
 
 
 def stage_times(times: dict, runs: list[dict]) -> dict:
-    """The evals' wall times and each training stage's mean over the seeds."""
-    per_seed = {
-        s: statistics.mean(r["time_s"][s] for r in runs) for s in ("rejection", "sft", "grpo")
-    }
+    """The references' wall times and the mean over the seeds of each stage every seed timed
+    (its training stages and its evals: "eval sft", "eval grpo")."""
+    timed = [s for s in runs[0]["time_s"] if all(s in r["time_s"] for r in runs)]
+    per_seed = {s: statistics.mean(r["time_s"][s] for r in runs) for s in timed}
     return {**times, **per_seed}
 
 
@@ -1221,7 +1226,7 @@ def report(
     plot(runs, RESULTS / f"{name}.png")
     print(table(summary))
     print(
-        f"\nstage wall times (s; training stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
+        f"\nstage wall times (s; a seed's stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
     )
     for r in runs:
         print(

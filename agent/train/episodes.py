@@ -10,6 +10,7 @@ the trainer keeps in sync (`agent.train.weight_sync`).
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +28,14 @@ from wikisim.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
+
+
+def drawn(task_ids: Sequence[str], n: int, seed: int) -> list[str]:
+    """`n` of `task_ids` drawn by `seed` whatever order they are listed in (the first n of a file
+    list would all be its first file's)."""
+    ids = sorted(task_ids)
+    random.Random(seed).shuffle(ids)
+    return ids[:n]
 
 
 class Sampler(Protocol):

@@ -26,7 +26,7 @@ from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajec
 from agent.train import health
 from agent.train.config import GRPOConfig
 from agent.train.curriculum import Curriculum, CurriculumConfig
-from agent.train.episodes import Sampler
+from agent.train.episodes import Sampler, drawn
 from agent.train.health import Health
 from agent.train.loop import (
     Batch,
@@ -647,17 +647,13 @@ def _own_starts(
     task_ids: Sequence[str],
 ) -> Starts:
     """`cfg.own_starts`: the starting weights play one episode of each of that many questions,
-    drawn by the seed whatever order the task files list them in (the first N of a file list
-    would all be its first file's), at the training temperature (each process a shard);
-    `OWN_EPISODES` in the run folder keeps them all, and a resumed run reads them back
-    instead of playing again."""
+    drawn by the seed (`agent.train.episodes.drawn`), at the training temperature (each process
+    a shard); `OWN_EPISODES` in the run folder keeps them all, and a resumed run reads them
+    back instead of playing again."""
     path = root / OWN_EPISODES
     if not path.is_file():
-        drawn = sorted(task_ids)
-        random.Random(cfg.seed * 31 + 7).shuffle(drawn)
-        drawn = drawn[: cfg.own_starts]
         rank, world = accelerator.process_index, accelerator.num_processes
-        mine = drawn[rank::world]
+        mine = drawn(task_ids, cfg.own_starts, cfg.seed * 31 + 7)[rank::world]
         seed = cfg.seed * 31 + 5 + rank
         played = sampler(accelerator.unwrap_model(model), mine, 1, seed, cfg.temperature)
         if world > 1:

@@ -12,7 +12,6 @@ weights go back to those of the last check that passed and the run stops there.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import torch
 
 from agent.train.config import GRPOConfig
-from agent.train.episodes import Sampler
+from agent.train.episodes import Sampler, drawn
 from agent.train.loop import RunDir, global_sum
 
 
@@ -41,10 +40,8 @@ class Health:
 
 
 def health_questions(cfg: GRPOConfig, task_ids: Sequence[str]) -> list[str]:
-    """`cfg.health_questions` training questions, drawn by the seed whatever order they are listed in."""
-    drawn = sorted(task_ids)
-    random.Random(cfg.seed * 31 + 11).shuffle(drawn)
-    return drawn[: cfg.health_questions]
+    """`cfg.health_questions` training questions, drawn by the seed."""
+    return drawn(task_ids, cfg.health_questions, cfg.seed * 31 + 11)
 
 
 def check(

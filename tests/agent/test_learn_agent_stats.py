@@ -247,5 +247,7 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     out = json.loads((results / "run_24.json").read_text())
     assert out["args"]["reevaluate"] == str(source) and out["args"]["max_turns"] == 3
     assert out["summary"]["per_set"]["pooled"]["gain sft->grpo"]["per_seed"] == [0.5, 0.5]
+    timed = out["stage_wall_s"]  # the training's times kept, the evals' timed again
+    assert timed["sft"] == 2.0 and {"eval sft", "eval grpo", "untrained"} <= set(timed)
     with pytest.raises(SystemExit, match="overwrite"):
         bench["reevaluate"](args, "run")
