@@ -123,6 +123,7 @@ GRPO_CURVE = (
     "dev_pass@1",
     "tool_calls",
     "answered_share",
+    "malformed_share",
     "health_unanswered",
     "health_reward",
     "loss",
@@ -245,6 +246,7 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
         "f1_ci95": [ci["f1"]["low"], ci["f1"]["high"]],
         "search_calls": statistics.mean(c.count("search") for c in calls),
         "visit_calls": statistics.mean(c.count("visit") for c in calls),
+        "malformed_calls": statistics.mean(t.metrics.get("malformed", 0.0) for t in trajs),
         "answered": len(answered) / len(trajs),
         "truncated": statistics.mean(float(t.truncated) for t in trajs),
         "grounded_share_of_answers": sum(map(answer_observed, answered)) / max(len(answered), 1),
@@ -480,6 +482,7 @@ class Bench:
             kl_coef=a.kl_coef,
             retrieval_bonus=a.retrieval_bonus,
             echo_penalty=a.echo_penalty,
+            malformed_penalty=a.malformed_penalty,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -636,6 +639,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "pass@1",
         "search_calls",
         "visit_calls",
+        "malformed_calls",
         "grounded_share_of_correct",
         "gold_seen",
         "em_when_seen",
@@ -872,6 +876,13 @@ def arguments() -> argparse.ArgumentParser:
         default=GRPO_RECIPE.echo_penalty,
         help="GRPOConfig.echo_penalty: subtracted from a wrong answer that is words of the question "
         "(the SFT policy's fallback when it misses the answer)",
+    )
+    p.add_argument(
+        "--malformed-penalty",
+        type=float,
+        default=GRPO_RECIPE.malformed_penalty,
+        help="GRPOConfig.malformed_penalty: subtracted from a rollout that made a call the env "
+        "could not run as written (seed 2's collapse began as visits without a URL, answered after)",
     )
     p.add_argument(
         "--kl-coef",

@@ -148,6 +148,12 @@ def summarize(trajs: Sequence[Trajectory], metric: str = "em") -> dict[str, Any]
         "turns": _mean([len(t.turns) for t in trajs]),
         "think_closes": think_closes(trajs),
         "tool_calls": tool_calls(trajs),
+        # calls the env could not run as written (trajectories recorded before it: absent)
+        **(
+            {"malformed_calls": _mean([t.metrics["malformed"] for t in trajs])}
+            if all("malformed" in t.metrics for t in trajs)
+            else {}
+        ),
         "prompt_tokens": _mean([len(t.prompt_ids) for t in trajs]),
         "generated_tokens": _mean([sum(len(x.ids) for x in t.turns) for t in trajs]),
         "observation_tokens": _mean([sum(len(x.observation_ids) for x in t.turns) for t in trajs]),

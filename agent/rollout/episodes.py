@@ -174,7 +174,12 @@ def _start(env: gym.Env, index: int, job: Job, policy: Policy, budget: Budget) -
 
 def _trajectory(slot: _Slot, policy: str, reward: float, info: Mapping[str, Any]) -> Trajectory:
     answered = "answer" in info
-    metrics = {"em": float(info.get("em", 0.0)), "f1": float(info.get("f1", 0.0))}
+    metrics = {
+        "em": float(info.get("em", 0.0)),
+        "f1": float(info.get("f1", 0.0)),
+        # calls the env could not run as written (no such tool, arguments off its schema)
+        "malformed": float(info.get("episode_malformed", 0)),
+    }
     if answered and slot.judged:
         metrics["judge"] = float(reward)
     return slot.episode.trajectory(

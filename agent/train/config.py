@@ -162,6 +162,10 @@ class GRPOConfig(TrainConfig):
     # (metrics["echo"]): a small policy that misses the answer falls back on an entity the question
     # names (32-58% of the CPU SFT adapter's wrong answers), and every wrong answer earning 0 gives
     # a group of them nothing to prefer a reading over that echo
+    malformed_penalty: float = 0.0  # subtracted from a rollout that made a call the env could
+    # not run as written (metrics["malformed"]: `visit {"query": ...}`): answered after one, it
+    # earned as much as a clean wrong answer and more than the loop it leads to, and seed 2 drifted
+    # into that loop in sessions 22 and 38-40
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
     shared_prefix: bool = True  # a question's rows run past the prefix they share (prompt, teacher
     # turns), whose forward and backward run once per group (agent.train.prefix; one process only)
@@ -266,6 +270,7 @@ class GRPOConfig(TrainConfig):
             format_penalty=self.format_penalty,
             retrieval_bonus=self.retrieval_bonus,
             echo_penalty=self.echo_penalty,
+            malformed_penalty=self.malformed_penalty,
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
             question_rollouts=self.question_rollouts,

@@ -68,6 +68,7 @@ CURVES = (
     "grounded_share",
     "retrieved_share",
     "echo_share",
+    "malformed_share",
     "adv_std",
     "grad_norm",
     "loss",
@@ -111,6 +112,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "grounded_share": float(sum(map(answer_observed, trajs))),
         "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
         "echo_share": float(sum(echoed(t) for t in trajs if "echo" in t.metrics)),
+        "malformed_share": float(sum(malformed(t) for t in trajs if "malformed" in t.metrics)),
     }
 
 
@@ -148,6 +150,12 @@ def echoed(t: Trajectory) -> bool:
     return bool(_marked(t, "echo", "echo_penalty")) and not solved(t)
 
 
+def malformed(t: Trajectory) -> bool:
+    """Made a call the env could not run as written: `GRPOConfig.malformed_penalty` charges it
+    and `rollout_stats` counts it."""
+    return bool(_marked(t, "malformed", "malformed_penalty"))
+
+
 def advantages_for(
     trajs: Sequence[Trajectory], cfg: GRPOConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -163,6 +171,10 @@ def advantages_for(
         rewards = rewards - cfg.echo_penalty * torch.tensor(
             [echoed(t) for t in trajs],
             dtype=torch.float32,
+        )
+    if cfg.malformed_penalty:
+        rewards = rewards - cfg.malformed_penalty * torch.tensor(
+            [malformed(t) for t in trajs], dtype=torch.float32
         )
     if cfg.format_penalty:
         rewards = apply_format_penalty(

@@ -165,6 +165,27 @@ def test_echo_penalty_charges_a_wrong_answer_that_is_words_of_the_question(tok, 
         GRPOConfig(output_dir=str(tmp_path), echo_penalty=-0.1)
 
 
+def test_malformed_penalty_charges_a_rollout_that_made_a_call_the_env_could_not_run(tok, tmp_path):
+    # a right answer, a wrong one after a visit without a URL, two clean wrong answers
+    trajs = [
+        dataclasses.replace(t, metrics={**t.metrics, "malformed": float(i == 1)})
+        for i, t in enumerate(group(tok, [1.0, 0.0, 0.0, 0.0]))
+    ]
+    assert rollout_stats(trajs)["malformed_share"] == 1.0
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    plain, _ = advantages_for(trajs, cfg)
+    assert plain[1] == plain[2] == plain[3]
+    charged, _ = advantages_for(trajs, dataclasses.replace(cfg, malformed_penalty=0.1))
+    rewards = torch.tensor([1.0, -0.1, 0.0, 0.0])
+    assert torch.allclose(charged, (rewards - rewards.mean()) * 4 / 3)
+    with pytest.raises(ConfigError, match="metrics\\['malformed'\\]"):
+        advantages_for(
+            group(tok, [1.0, 0.0, 0.0, 0.0]), dataclasses.replace(cfg, malformed_penalty=0.1)
+        )
+    with pytest.raises(ConfigError, match="malformed_penalty"):
+        GRPOConfig(output_dir=str(tmp_path), malformed_penalty=-0.1)
+
+
 def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
     _, model = tiny_model(0)
     trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(3,))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.eval.metrics import summarize
 from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.models import tiny_model
 from agent.rollout.policies import OraclePolicy, SearchAnswerPolicy
@@ -40,6 +41,25 @@ def test_oracle_solves_every_task_with_real_tool_calls(envs) -> None:
         ) + [()]
         assert all("Error" not in x.observation[:40] for x in t.turns[:-1])
         assert t.timings["tool:visit_s"] > 0 and t.manifest_hash == envs[0].unwrapped.manifest_hash
+
+
+class _VisitByName(SearchAnswerPolicy):
+    """Search-answer that first calls visit with a query instead of a URL (seed 2's habit)."""
+
+    def turn(self, request: TurnRequest) -> str:
+        if request.turn == 0:
+            return '<tool_call>{"name": "visit", "arguments": {"query": "the page"}}</tool_call>'
+        return super().turn(dataclasses.replace(request, turn=request.turn - 1))
+
+
+def test_a_trajectory_counts_the_calls_the_env_could_not_run(envs) -> None:
+    clean = rollout(envs, SearchAnswerPolicy(), jobs_for(IDS[:2], [0]))
+    assert [t.metrics["malformed"] for t in clean] == [0.0, 0.0]
+    trajs = rollout(envs, _VisitByName(), jobs_for(IDS[:2], [0]))
+    for t in trajs:
+        assert t.turns[0].observation.startswith("<tool_response>\nError")
+        assert t.metrics["malformed"] == 1.0 and t.answer is not None
+    assert summarize(trajs)["malformed_calls"] == 1.0
 
 
 def test_results_do_not_depend_on_the_number_of_slots(envs) -> None:
