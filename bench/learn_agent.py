@@ -1080,24 +1080,8 @@ def main() -> None:
             args.profile
         ]
     )
-    if args.combine:  # seeds run as separate processes (e.g. side by side on one GPU), merged here
-        parts = [json.loads(Path(f).read_text()) for f in args.combine]
-        runs = [r for p in parts for r in p["runs"]]
-        evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
-        if not evaluated:
-            raise SystemExit(
-                f"none of {args.combine} evaluated the untrained model: run one without --no-untrained"
-            )
-        for r in runs:  # the untrained model's eval is the same for every seed: one process ran it
-            r["untrained"] = r["untrained"] or evaluated[0]
-        report(
-            parts[0]["args"],
-            parts[0]["baseline"],
-            runs,
-            {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
-            *combined_wall(parts),
-            name=name,
-        )
+    if args.combine:
+        combine(args.combine, name)
         return
     if args.reevaluate:
         reevaluate(args, name)
@@ -1184,6 +1168,35 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
             row["time_s"][f"eval {s}"] = time.perf_counter() - t
         again.append(row)
     report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
+
+
+def combine(files: list[str], name: str) -> None:
+    """Seeds run as separate processes (side by side on one GPU, or in different sessions) in one
+    report, each seed once; its args are the first part's, with the seeds and the parts merged."""
+    parts = [json.loads(Path(f).read_text()) for f in files]
+    runs = [r for p in parts for r in p["runs"]]
+    seeds = [r["seed"] for r in runs]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise SystemExit(
+            f"--combine {' '.join(files)}: seed {', '.join(map(str, twice))} is in more than one "
+            "part; give each seed once"
+        )
+    evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
+    if not evaluated:
+        raise SystemExit(
+            f"none of {files} evaluated the untrained model: run one without --no-untrained"
+        )
+    for r in runs:  # the untrained model's eval is the same for every seed: one process ran it
+        r["untrained"] = r["untrained"] or evaluated[0]
+    report(
+        {**parts[0]["args"], "seeds": seeds, "combine": list(files)},
+        parts[0]["baseline"],
+        runs,
+        {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
+        *combined_wall(parts),
+        name=name,
+    )
 
 
 def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:

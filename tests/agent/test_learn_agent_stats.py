@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import runpy
+from pathlib import Path
 
 import pytest
 
@@ -132,6 +133,46 @@ def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -
     assert wall(after) == (15.0, [0.0, 25.0]) and wall(beside) == (10.0, [0.0, 10.0])
     assert wall(overlap) == (15.0, [0.0, 15.0])
     assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == (10.0, None)  # older
+
+
+def test_combine_merges_each_seed_once_and_says_which_parts_and_seeds(tmp_path, monkeypatch):
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    monkeypatch.setitem(bench["combine"].__globals__, "RESULTS", tmp_path / "results")
+
+    def evals(em: float) -> dict:
+        return {
+            s: {"episodes": 24, "em": em, "em_ci95": [0.0, 1.0], "f1": em}
+            | {"search_calls": 1.0, "visit_calls": 0.0, "grounded_share_of_correct": 1.0}
+            | {"tokens_per_episode": 50.0}
+            for s in ("synth-test", "bundled")
+        }
+
+    def part(path: Path, seeds: list[int], untrained: bool) -> str:
+        runs = [
+            {"seed": s, "untrained": evals(0.0) if untrained else None}
+            | {"sft": evals(0.1), "grpo": evals(0.1 + s / 10), "grpo_curve": []}
+            | {"time_s": {"rejection": 1.0, "sft": 2.0, "grpo": 3.0}, "sft_losses": [1.0]}
+            | {"rejection": {"kept": 1, "tried": 2, "questions_with_any": 1}}
+            | {"grpo_steps_run": 2}
+            for s in seeds
+        ]
+        times = {"search-answer": 1.0, "untrained": 2.0}
+        path.write_text(
+            json.dumps(
+                {"args": {"device": "cpu", "seeds": seeds, "combine": None}, "runs": runs}
+                | {"baseline": evals(0.05), "stage_wall_s": times, "wall_s": 10.0, "span": None}
+            )
+        )
+        return str(path)
+
+    a, b = part(tmp_path / "a.json", [2, 0], True), part(tmp_path / "b.json", [1], False)
+    bench["combine"]([a, b], "both")
+    out = json.loads((tmp_path / "results" / "both.json").read_text())
+    assert out["args"]["seeds"] == [2, 0, 1] and out["args"]["combine"] == [a, b]
+    assert [r["untrained"] is not None for r in out["runs"]] == [True] * 3
+    again = part(tmp_path / "c.json", [1, 2], False)
+    with pytest.raises(SystemExit, match="seed 2 is in more than one part"):
+        bench["combine"]([a, again], "twice")
 
 
 def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() -> None:
