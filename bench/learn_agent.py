@@ -1004,7 +1004,7 @@ def main() -> None:
         "eval_limit": 4,
         "sft_questions": 80,  # ~30 the teacher answers: GRPO's candidates
         "samples_per_question": 2,
-        "sft_steps": 8,
+        "sft_steps": 16,  # at 8 (research-known teacher) the SFT policy answered without searching
         "sft_batch": 4,
         "grpo_steps": 2,
         "questions_per_step": 2,
