@@ -163,19 +163,15 @@ def advantages_for(
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     if cfg.grounded_only:
         rewards = rewards * torch.tensor([answer_observed(t) for t in trajs], dtype=torch.float32)
-    if cfg.retrieval_bonus:
-        rewards = rewards + cfg.retrieval_bonus * torch.tensor(
-            [_retrieval_paid(t) for t in trajs], dtype=torch.float32
-        )
-    if cfg.echo_penalty:
-        rewards = rewards - cfg.echo_penalty * torch.tensor(
-            [echoed(t) for t in trajs],
-            dtype=torch.float32,
-        )
-    if cfg.malformed_penalty:
-        rewards = rewards - cfg.malformed_penalty * torch.tensor(
-            [malformed(t) for t in trajs], dtype=torch.float32
-        )
+    for coef, marked in (  # a bonus paid, or a penalty charged, by what the rollout did
+        (cfg.retrieval_bonus, _retrieval_paid),
+        (-cfg.echo_penalty, echoed),
+        (-cfg.malformed_penalty, malformed),
+    ):
+        if coef:
+            rewards = rewards + coef * torch.tensor(
+                [float(marked(t)) for t in trajs], dtype=torch.float32
+            )
     if cfg.format_penalty:
         rewards = apply_format_penalty(
             rewards, torch.tensor([well_formed(t) for t in trajs]), cfg.format_penalty
@@ -781,9 +777,8 @@ def train_grpo(
             r.accelerator, deadline, (time.perf_counter() - began) / (len(history) + 1)
         )
         last = done == cfg.steps or out_of_time
-        if r.health is not None and (
-            done % cfg.health_every == 0 or last
-        ):  # a run's last weights too
+        # the guard checks every health_every steps and the weights the run ends with
+        if r.health is not None and (done % cfg.health_every == 0 or last):
             t_health = time.perf_counter()
             unwrapped = r.accelerator.unwrap_model(r.model)
             record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.run, done))
