@@ -3,7 +3,7 @@
 Builds the bundled 2014 sample index once (cached), then evaluates the scripted floor
 (`search-answer`), the bundled real LLM (SmolLM2-135M-Instruct, greedy, small budgets so it
 fits a few minutes on 2 CPU cores) untrained and trained (the shipped LoRA adapter, side by side
-in the same compact context) and the `oracle` ceiling on the bundled tasks, and prints
+in the context it was trained in) and the `oracle` ceiling on the bundled tasks, and prints
 one Markdown leaderboard. Results land in `runs/demo/<policy>/`.
 """
 
@@ -15,22 +15,28 @@ from pathlib import Path
 
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
-from wikisim.flags import build_config
+from agent.train.config import GRPOConfig
+from wikisim.flags import build_config, load_config
 from wikisim.index.build import ensure_bundled_index
-from wikisim.paths import DATA_DIR
+from wikisim.paths import DATA_DIR, REPO_ROOT
 
 #: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
-#: made: data/models/README.md). Shown beside the untrained model, in the same compact context.
+#: made: data/models/README.md). Shown beside the untrained model, in the context it was trained in.
 TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
+METHOD = load_config(GRPOConfig, REPO_ROOT / "configs" / "learn" / "grpo.yaml", {})
+#: the method's context (configs/learn/grpo.yaml: 3 results a search, 150-token extracts, the compact
+#: prompt, 4 turns of 128 tokens, thinks closed at 56), on the bundled index and tasks
 SMALL_CONTEXT: dict[str, int | str] = {
-    "max_turns": 4,
-    "max_new_tokens": 96,
+    "max_turns": METHOD.env.max_turns,
+    "max_new_tokens": METHOD.max_new_tokens,
+    "think_budget": METHOD.think_budget,
+    "max_context_tokens": METHOD.max_context_tokens,
+    "search_k": METHOD.env.search_k,
+    "visit_tokens": METHOD.env.visit_tokens,
+    "prompt": METHOD.env.prompt,
+    "retriever": METHOD.env.retriever,
     "envs": 36,  # the bundled tasks in one batch: 218 s against 345 s in batches of 12 (untrained, 2 cores)
     "batch_size": 36,
-    "search_k": 3,
-    "visit_tokens": 150,
-    "prompt": "compact",
-    "retriever": "bm25s",
 }
 LINEUP: tuple[tuple[str, str, dict[str, int | str]], ...] = (
     ("search-answer", "search-answer", {}),
