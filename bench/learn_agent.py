@@ -135,6 +135,7 @@ class Data:
     tasks: TaskSet  # every task the runner may be asked for
     train: list[str]
     held: dict[str, TaskSet]  # held-out set name -> its tasks
+    sources: dict[str, str]  # training task id -> its file (GRPOConfig.even_sources)
 
 
 def load_data(eval_limit: int) -> Data:
@@ -159,7 +160,16 @@ def load_data(eval_limit: int) -> Data:
         ).without_answers_of(every_held)
     )
     every = {t.id: t for t in [*train, *(t for v in held_lists.values() for t in v)]}
-    return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held)
+    sources = {
+        t.id: name
+        for name, part in (
+            ("synth-qa-train", synth_train),
+            ("hotpotqa-train", hotpot[:HUMAN_TRAIN]),
+            ("musique-train", musique[:HUMAN_TRAIN]),
+        )
+        for t in part
+    }
+    return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held, sources)
 
 
 def observed(t: Trajectory) -> list[str]:
@@ -498,6 +508,7 @@ class Bench:
             teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
             own_starts=a.own_starts,
             own_share=a.own_share if a.own_starts else 1.0,
+            even_sources=a.even_sources,
             health_questions=a.health_questions,
             health_every=a.health_every,
             health_margin=a.health_margin,
@@ -534,7 +545,15 @@ class Bench:
         # under --deadline-s GRPO stops once another step, at its pace so far, would leave no
         # time for the end eval
         stop_by = deadline - 1.5 * eval_s - 30 if a.deadline_s else None
-        g = train_grpo(gcfg, train_ids, sampler, dev_ids=dev, prior=prior, deadline=stop_by)
+        g = train_grpo(
+            gcfg,
+            train_ids,
+            sampler,
+            dev_ids=dev,
+            prior=prior,
+            deadline=stop_by,
+            sources=self.data.sources,
+        )
         res["grpo_steps_run"] = g.steps
         res["grpo_kept_step"] = g.kept_step  # < steps run: the collapse guard stopped it there
         if a.own_starts:
@@ -924,6 +943,13 @@ def arguments() -> argparse.ArgumentParser:
         default=GRPO_RECIPE.own_share,
         help="GRPOConfig.own_share: under --own-starts, the share of groups started from the "
         "own episode, the rest played from scratch",
+    )
+    p.add_argument(
+        "--even-sources",
+        action=argparse.BooleanOptionalAction,
+        default=GRPO_RECIPE.even_sources,
+        help="GRPOConfig.even_sources: --own-starts draws as many questions from each training "
+        "file (synthesized, HotpotQA, MuSiQue) instead of 3/4 synthesized",
     )
     p.add_argument(
         "--teacher-starts",

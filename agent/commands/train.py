@@ -72,7 +72,7 @@ def _grpo(cfg: GRPOConfig) -> int:
     from agent.train.episodes import task_tags
     from agent.train.grpo import probe_start, train_grpo
     from agent.train.loop import load_model
-    from wikisim.env.tasks import TaskSet
+    from wikisim.env.tasks import TaskSet, task_sources
 
     train, dev = _training_tasks(cfg)
     both = TaskSet([*train, *dev], "train+dev") if dev is not None else train
@@ -103,6 +103,7 @@ def _grpo(cfg: GRPOConfig) -> int:
             dev_ids=dev.ids() if dev else (),
             tags={t.id: task_tags(t) for t in train},
             prior=prior,
+            sources=task_sources(cfg.env.tasks) if cfg.even_sources else None,
         )
     last = res.history[-1] if res.history else {}
     print(json.dumps({"final": res.final_dir, "steps": res.steps, "reward": last.get("reward")}))

@@ -199,6 +199,9 @@ class GRPOConfig(TrainConfig):
     # under own_starts, the share of each step's questions whose group starts from that episode;
     # the rest play from scratch, where the retrieval bonus and the answer still pay for searching
     own_share: float = 1.0
+    # under own_starts, draw its questions evenly from each source of `tasks` (each file, or slice
+    # of one), not in proportion to their sizes
+    even_sources: bool = False
     generation_server: str = (
         ""  # base URL (up to /v1) of a server that samples rollouts; "" = in-process
     )
@@ -247,6 +250,11 @@ class GRPOConfig(TrainConfig):
             raise ConfigError(
                 f"own_share={self.own_share} is the share of groups started from the policy's own "
                 "episodes: set own_starts (how many training questions it plays first) as well"
+            )
+        if self.even_sources and not self.own_starts:
+            raise ConfigError(
+                "even_sources draws own_starts' questions evenly from each task source: set "
+                "own_starts (how many training questions the policy plays first) as well"
             )
         if self.own_starts and self.teacher_starts:
             raise ConfigError(

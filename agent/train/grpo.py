@@ -14,7 +14,7 @@ import copy
 import dataclasses
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -580,6 +580,7 @@ def _prepare(
     sampler: Sampler,
     tags: dict[str, dict[str, str]] | None,
     prior: dict[str, float] | None,
+    sources: Mapping[str, str] | None,
 ) -> _Run:
     """Model, reference model, optimizer, run folder, starts, curriculum and weight sync, resumed
     where the run stopped."""
@@ -599,7 +600,7 @@ def _prepare(
     starts: Starts = read_starts(cfg.teacher_data) if cfg.teacher_starts else {}
     asked = list(task_ids)  # the health checks draw from all of them
     if cfg.own_starts:
-        starts = _own_starts(cfg, accelerator, model, run.root, sampler, task_ids)
+        starts = _own_starts(cfg, accelerator, model, run.root, sampler, task_ids, sources)
         task_ids = [t for t in task_ids if t in starts]
     cur = None
     if cfg.curriculum:
@@ -653,15 +654,18 @@ def _own_starts(
     root: Path,
     sampler: Sampler,
     task_ids: Sequence[str],
+    sources: Mapping[str, str] | None,
 ) -> Starts:
     """`cfg.own_starts`: the starting weights play one episode of each of that many questions,
-    drawn by the seed (`agent.train.episodes.drawn`), at the training temperature (each process
+    drawn by the seed (`agent.train.episodes.drawn`; evenly from each of `sources` under
+    `cfg.even_sources`), at the training temperature (each process
     a shard); `OWN_EPISODES` in the run folder keeps them all, and a resumed run reads them
     back instead of playing again."""
     path = root / OWN_EPISODES
     if not path.is_file():
         rank, world = accelerator.process_index, accelerator.num_processes
-        mine = drawn(task_ids, cfg.own_starts, cfg.seed * 31 + 7)[rank::world]
+        even = sources if cfg.even_sources else None
+        mine = drawn(task_ids, cfg.own_starts, cfg.seed * 31 + 7, even)[rank::world]
         seed = cfg.seed * 31 + 5 + rank
         played = sampler(accelerator.unwrap_model(model), mine, 1, seed, cfg.temperature)
         if world > 1:
@@ -738,6 +742,7 @@ def train_grpo(
     tags: dict[str, dict[str, str]] | None = None,
     prior: dict[str, float] | None = None,
     deadline: float | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> GRPOResult:
     """Run `cfg.steps` on-policy updates (resuming from `cfg.output_dir`); see the module docstring.
 
@@ -753,7 +758,12 @@ def train_grpo(
     """
     if not task_ids:
         raise ConfigError("GRPO needs training questions; the task set is empty")
-    r = _prepare(cfg, task_ids, sampler, tags, prior)
+    if cfg.even_sources and not sources:
+        raise ConfigError(
+            "even_sources: give train_grpo the source of each task id (sources=; "
+            "wikisim.env.tasks.task_sources reads them from a task spec)"
+        )
+    r = _prepare(cfg, task_ids, sampler, tags, prior, sources)
     history: list[dict[str, Any]] = []
     began = time.perf_counter()
     for step in range(r.start, r.start if r.stopped else cfg.steps):

@@ -327,22 +327,37 @@ def load_tasks(source: str | Path | TaskSet | None = None) -> TaskSet:
     if source is None:
         return _read_file(SAMPLE_TASKS)
     spec = os.fspath(source)
+    parts = _parts(spec)
+    if len(parts) == 1 and not _SLICED.match(parts[0]):
+        return _read_file(_locate(parts[0]))
+    return TaskSet([t for part in parts for t in _read_part(part, spec)], spec)
+
+
+def task_sources(source: str | Path | None) -> dict[str, str]:
+    """Task id -> the part of `source` (as `load_tasks` reads it, None the bundled sample) that
+    holds it: the file, or slice of one, a question came from, for drawing evenly from each
+    (`agent.train.episodes.drawn`)."""
+    spec = os.fspath(source if source is not None else SAMPLE_TASKS)
+    return {t.id: part for part in _parts(spec) for t in _read_part(part, spec)}
+
+
+def _parts(spec: str) -> list[str]:
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts:
         raise TaskError(f"task source {spec!r} names no file; write FILE[,FILE[a:b]...]")
-    if len(parts) == 1 and not _SLICED.match(parts[0]):
-        return _read_file(_locate(parts[0]))
-    tasks: list[Task] = []
-    for part in parts:
-        m = _SLICED.match(part)
-        items = list(_read_file(_locate(m.group("path") if m else part)))
-        if m:
-            start, stop = (int(x) if x else None for x in (m.group("start"), m.group("stop")))
-            items = items[start:stop]
-        if not items:
-            raise TaskError(f"task source {part!r} (in {spec!r}) selects no tasks")
-        tasks.extend(items)
-    return TaskSet(tasks, spec)
+    return parts
+
+
+def _read_part(part: str, spec: str) -> list[Task]:
+    """One part of a comma-joined source: a file, or a slice of one."""
+    m = _SLICED.match(part)
+    items = list(_read_file(_locate(m.group("path") if m else part)))
+    if m:
+        start, stop = (int(x) if x else None for x in (m.group("start"), m.group("stop")))
+        items = items[start:stop]
+    if not items:
+        raise TaskError(f"task source {part!r} (in {spec!r}) selects no tasks")
+    return items
 
 
 def _locate(path: str) -> Path:
