@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import random
+from collections import Counter
 
 import pytest
 
 from agent.rollout.react import Generation, TurnRequest
 from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from agent.train.config import GRPOConfig
+from agent.train.episodes import drawn
+from agent.train.grpo import train_grpo
 from agent.train.starts import (
     StartedPolicy,
     own_start_summary,
@@ -122,3 +126,39 @@ def test_own_starts_are_the_episodes_whose_searches_showed_a_gold_answer():
         )  # ignored without own starts: an error rather than a silent no-op
     with pytest.raises(ConfigError, match="not both"):
         GRPOConfig(own_starts=8, teacher_starts=0.5, teacher_data="x.jsonl")
+
+
+def test_an_even_draw_takes_one_from_each_source_in_turn():
+    """learn_agent's training files are 447 synthesized questions and ~150 human-written: a
+    proportional draw of 48 held 4 to 11 human-written ones (session 43)."""
+    sources = {
+        **{f"s{i:02d}": "synth.jsonl" for i in range(30)},
+        **{f"h{i}": "hotpot.json[:70]" for i in range(4)},
+        **{f"m{i}": "musique.json[:70]" for i in range(6)},
+    }
+    ids = list(sources)
+    even = drawn(ids, 12, 7, sources)
+    assert Counter(sources[t] for t in even) == {
+        "synth.jsonl": 4,
+        "hotpot.json[:70]": 4,
+        "musique.json[:70]": 4,
+    }
+    assert drawn(ids[::-1], 12, 7, sources) == even  # whatever order they are listed in
+    assert drawn(ids, 12, 8, sources) != even  # the seed draws
+    # a source that runs out leaves its turns to the others
+    assert Counter(sources[t] for t in drawn(ids, 20, 7, sources)) == {
+        "synth.jsonl": 10,
+        "hotpot.json[:70]": 4,
+        "musique.json[:70]": 6,
+    }
+    assert sorted(drawn(ids, 99, 7, sources)) == sorted(ids)
+    # without sources, the proportional draw of every earlier run, to the id
+    plain = sorted(ids)
+    random.Random(7).shuffle(plain)
+    assert drawn(ids, 12, 7) == plain[:12]
+    with pytest.raises(ConfigError, match="no source given for 1 task ids, e.g. 'x'"):
+        drawn([*ids, "x"], 12, 7, sources)
+    with pytest.raises(ConfigError, match="even_sources .* set own_starts"):
+        GRPOConfig(even_sources=True)
+    with pytest.raises(ConfigError, match="even_sources: give train_grpo the source"):
+        train_grpo(GRPOConfig(own_starts=4, even_sources=True), ids, sampler=None)  # type: ignore[arg-type]

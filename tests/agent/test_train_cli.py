@@ -39,6 +39,7 @@ def test_the_recipes_never_train_on_a_held_out_answer(stage: str) -> None:
     import runpy
 
     from agent.commands.train import _training_tasks
+    from wikisim.env.tasks import task_sources
     from wikisim.paths import REPO_ROOT
 
     def answers(tasks) -> set[str]:
@@ -55,6 +56,12 @@ def test_the_recipes_never_train_on_a_held_out_answer(stage: str) -> None:
     trained = [data.tasks.get(i) for i in data.train]
     assert len(trained) > 200
     assert not {a for a in answers(trained) & answers(held) if not a.isdigit()}
+
+    # the bench's sources (GRPOConfig.even_sources) are the config's task files
+    def parts(sources: dict[str, str]) -> set[frozenset[str]]:
+        return {frozenset(i for i in data.train if sources[i] == v) for v in set(sources.values())}
+
+    assert parts(data.sources) == parts(task_sources(cfg.env.tasks))
 
 
 def test_the_learning_bench_runs_the_recipes_method() -> None:
@@ -80,6 +87,7 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
         "own_share",
         "unanswered_negative",
         "echo_penalty",
+        "even_sources",
     )
     assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
     assert grpo.own_starts and a.own_starts is None  # on: the profile sizes it (gpu: the config's)

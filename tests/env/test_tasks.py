@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from wikisim.corpus.page import title_to_url
-from wikisim.env.tasks import SAMPLE_TASKS, Task, TaskSet, load_tasks, read_jsonl, title_of
+from wikisim.env.tasks import (
+    SAMPLE_TASKS,
+    Task,
+    TaskSet,
+    load_tasks,
+    read_jsonl,
+    task_sources,
+    title_of,
+)
 from wikisim.errors import TaskError
 from wikisim.index import open_index
 from wikisim.paths import QA_DIR
@@ -153,6 +161,9 @@ def test_several_files_each_sliced_make_one_task_set(tmp_path: Path, monkeypatch
     hotpot = list(load_tasks(QA_DIR / "hotpotqa-train-100.json"))
     assert tasks.ids() == [*load_tasks(None).ids()[:3], *(t.id for t in hotpot[-2:])]
     assert tasks.name == spec
+    parts = spec.split(",")
+    assert task_sources(spec) == {t.id: parts[i >= 3] for i, t in enumerate(tasks)}
+    assert set(task_sources(None).values()) == {str(SAMPLE_TASKS)}  # as load_tasks(None)
     with pytest.raises(TaskError, match=r"selects no tasks"):
         load_tasks("data/tasks/sample.jsonl[5:5]")
     with pytest.raises(TaskError, match="no task file at nowhere.jsonl"):
