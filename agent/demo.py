@@ -15,15 +15,15 @@ from pathlib import Path
 
 from agent.eval.harness import EvalConfig, evaluate
 from agent.eval.report import markdown_table
-from agent.train.config import GRPOConfig
-from wikisim.flags import build_config, load_config
+from agent.train.config import GRPOConfig, recipe
+from wikisim.flags import build_config
 from wikisim.index.build import ensure_bundled_index
-from wikisim.paths import DATA_DIR, REPO_ROOT
+from wikisim.paths import DATA_DIR
 
 #: SmolLM2 after rejection-sampled SFT and GRPO in WikiSim-v0 (a LoRA adapter, a few MB; how it was
 #: made: data/models/README.md). Shown beside the untrained model, in the context it was trained in.
 TRAINED = DATA_DIR / "models" / "smollm2-wikisim-lora"
-METHOD = load_config(GRPOConfig, REPO_ROOT / "configs" / "learn" / "grpo.yaml", {})
+METHOD = recipe(GRPOConfig)
 #: the method's context (configs/learn/grpo.yaml: 3 results a search, 150-token extracts, the compact
 #: prompt, 4 turns of 128 tokens, thinks closed at 56), on the bundled index and tasks
 SMALL_CONTEXT: dict[str, int | str] = {

@@ -80,7 +80,7 @@ from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
 from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajectories  # noqa: E402
-from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from agent.train.config import GRPOConfig, SFTConfig, recipe  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
@@ -96,8 +96,8 @@ from agent.train.teachers import (  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
-from wikisim.flags import build_config, load_config  # noqa: E402
-from wikisim.paths import QA_DIR, REPO_ROOT  # noqa: E402
+from wikisim.flags import build_config  # noqa: E402
+from wikisim.paths import QA_DIR  # noqa: E402
 from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
 from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
@@ -107,8 +107,8 @@ HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, la
 
 # The method (env context, teacher, GRPO's shaping) is configs/learn/*.yaml's, read as
 # `wikisim train sft|grpo --config` reads them, so the two run one method; flags override it.
-SFT_RECIPE = load_config(SFTConfig, REPO_ROOT / "configs" / "learn" / "sft.yaml", {})
-GRPO_RECIPE = load_config(GRPOConfig, REPO_ROOT / "configs" / "learn" / "grpo.yaml", {})
+SFT_RECIPE = recipe(SFTConfig)
+GRPO_RECIPE = recipe(GRPOConfig)
 ENV = {
     k: getattr(GRPO_RECIPE.env, k)
     for k in ("index", "retriever", "search_k", "visit_tokens", "prompt", "python")

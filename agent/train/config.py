@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 
@@ -21,7 +21,8 @@ from agent.rollout.react import Budget
 from wikisim.checks import above, at_least, check_literals
 from wikisim.env.config import EnvConfig
 from wikisim.errors import ConfigError
-from wikisim.flags import config_to_dict
+from wikisim.flags import config_to_dict, load_config
+from wikisim.paths import REPO_ROOT
 
 Schedule = Literal["constant", "linear", "cosine"]
 Precision = Literal["auto", "no", "bf16"]
@@ -309,3 +310,14 @@ class GRPOConfig(TrainConfig):
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
     Path(path).write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=True), encoding="utf-8")
+
+
+R = TypeVar("R", SFTConfig, GRPOConfig)
+
+
+def recipe(cls: type[R]) -> R:
+    """The learning method's checked-in config of `cls`'s stage (`configs/learn/sft.yaml`,
+    `grpo.yaml`: what `wikisim train STAGE --config` reads), for the demo, the bench and the
+    tests to read one copy."""
+    stage = cls.__name__.removesuffix("Config").lower()
+    return load_config(cls, REPO_ROOT / "configs" / "learn" / f"{stage}.yaml", {})

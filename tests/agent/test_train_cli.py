@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.train.config import GRPOConfig, SFTConfig
+from agent.train.config import GRPOConfig, SFTConfig, recipe
 from agent.train.loop import read_metrics
 from wikisim.cli import main
 from wikisim.env.config import EnvConfig
@@ -46,7 +46,7 @@ def test_the_recipes_never_train_on_a_held_out_answer(stage: str) -> None:
         return {normalize_answer(a) for t in tasks for a in t.answers} - {"yes", "no", ""}
 
     cls = SFTConfig if stage == "sft" else GRPOConfig
-    cfg = load_config(cls, REPO_ROOT / "configs" / "learn" / f"{stage}.yaml", {})
+    cfg = recipe(cls)
     train, dev = _training_tasks(cfg)
     assert dev is not None and len(train) > 200
     assert not {a for a in answers(train) & answers(dev) if not a.isdigit()}
@@ -70,10 +70,7 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
 
     from wikisim.paths import REPO_ROOT
 
-    sft, grpo = (
-        load_config(cls, REPO_ROOT / "configs" / "learn" / f"{stage}.yaml", {})
-        for cls, stage in ((SFTConfig, "sft"), (GRPOConfig, "grpo"))
-    )
+    sft, grpo = recipe(SFTConfig), recipe(GRPOConfig)
     bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
     a = bench["arguments"]().parse_args([])
     assert (a.teacher, a.sft_lr, a.lora_rank) == (sft.teacher, sft.lr, sft.lora_rank)
