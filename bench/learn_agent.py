@@ -154,21 +154,18 @@ def load_data(eval_limit: int) -> Data:
     # no training question answered by a held-out answer (a question about Luanda teaches
     # "What is the capital of Angola?"); every held-out set counts, however many are evaluated
     every_held = [t for v in held_lists.values() for t in v]
+    train_parts = {  # each a source of GRPOConfig.even_sources
+        "synth-qa-train": list(synth_train),
+        "hotpotqa-train": hotpot[:HUMAN_TRAIN],
+        "musique-train": musique[:HUMAN_TRAIN],
+    }
     train = list(
-        TaskSet(
-            [*synth_train, *hotpot[:HUMAN_TRAIN], *musique[:HUMAN_TRAIN]], "train"
-        ).without_answers_of(every_held)
+        TaskSet([t for v in train_parts.values() for t in v], "train").without_answers_of(
+            every_held
+        )
     )
     every = {t.id: t for t in [*train, *(t for v in held_lists.values() for t in v)]}
-    sources = {
-        t.id: name
-        for name, part in (
-            ("synth-qa-train", synth_train),
-            ("hotpotqa-train", hotpot[:HUMAN_TRAIN]),
-            ("musique-train", musique[:HUMAN_TRAIN]),
-        )
-        for t in part
-    }
+    sources = {t.id: name for name, part in train_parts.items() for t in part}
     return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held, sources)
 
 
