@@ -66,7 +66,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -268,6 +268,18 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
     }
 
 
+class SFTStage(NamedTuple):
+    """What GRPO starts from: its candidates (the training questions the teacher answered from
+    an observation; the rest are out of reach in the turn budget and can only teach recall), the
+    SFT weights, the teacher episodes they learned from, and the SFT eval's wall time (the
+    deadline keeps as much for GRPO's)."""
+
+    candidates: list[str]
+    final_dir: str
+    episodes: Path
+    eval_s: float
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace, data: Data, out: Path) -> None:
         self.args, self.data, self.out = args, data, out
@@ -312,20 +324,12 @@ class Bench:
                 ),
             )
         greedy = self._run(policy, name, policy_dir, where)
-        out = {
-            held: episode_stats([t for t in greedy if t.task_id in ids], self.data.tasks)
-            for held, ids in self.held_ids.items()
-        }
+        sampled = []
         if self.args.pass_samples and isinstance(policy, TransformersPolicy):
             # the batch the greedy pass ended with: a size that ran out of memory stays down
             policy.sampling = dataclasses.replace(policy.sampling, temperature=1.0)
             sampled = self._run(policy, name, policy_dir, where, self.args.pass_samples)
-            for held, ids in self.held_ids.items():
-                mine = [t for t in sampled if t.task_id in ids]
-                p1 = bootstrap_mean(
-                    [t.metrics.get("em", 0.0) for t in mine], [t.task_id for t in mine]
-                )
-                out[held]["pass@1"], out[held]["pass@1_ci95"] = p1.mean, [p1.low, p1.high]
+        out = self.stats(greedy, sampled)
         self.gpu_peak(f"eval {name}")
         if isinstance(policy, TransformersPolicy) and policy.oom_backoffs:
             self.batch_backoffs[f"eval {name}"] = policy.oom_backoffs
@@ -335,6 +339,22 @@ class Bench:
                 "graph_steps": policy.fixed.replays,
                 "fallback": policy.fixed.fallback,
             }
+        return out
+
+    def stats(self, greedy: list[Trajectory], sampled: list[Trajectory]) -> dict:
+        """Per held-out set: the greedy episodes' `episode_stats`, and pass@1 of the sampled ones
+        (when there are any)."""
+        out = {
+            held: episode_stats([t for t in greedy if t.task_id in ids], self.data.tasks)
+            for held, ids in self.held_ids.items()
+        }
+        if sampled:
+            for held, ids in self.held_ids.items():
+                mine = [t for t in sampled if t.task_id in ids]
+                p1 = bootstrap_mean(
+                    [t.metrics.get("em", 0.0) for t in mine], [t.task_id for t in mine]
+                )
+                out[held]["pass@1"], out[held]["pass@1_ci95"] = p1.mean, [p1.low, p1.high]
         return out
 
     def references(self, untrained: bool) -> tuple[dict, dict | None, dict[str, float]]:
@@ -424,60 +444,15 @@ class Bench:
         t0 = time.perf_counter()
         deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())
-        chat = ChatFormat(tok)
-        teacher = ResearchTeacher(
-            self.data.tasks, chat, max_turns=a.max_turns, known_only=RESEARCH_TEACHERS[a.teacher]
-        )
-        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
-        kept, report = rejection_sample(
-            self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
-        )
-        kept = cap_direct(kept, a.direct_share, seed)
-        out.mkdir(parents=True, exist_ok=True)
-        write_trajectories(out / "sft_data.jsonl", kept)
-        res["rejection"] = {
-            "kept": report.kept_total,
-            "tried": report.tried_total,
-            "questions_with_any": sum(1 for v in report.kept.values() if v),
-            "all_grounded": all(map(answer_observed, kept)),
-            "trained_on": len(kept),
-        }
-        res["time_s"]["rejection"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        cpu = self.device == "cpu"
-        scfg = SFTConfig(  # its config.yaml replays this SFT: `wikisim train sft --config`
-            output_dir=str(out / "sft"),
-            seed=seed,
-            model="smollm2",
-            env=self.env,
-            teacher=a.teacher,
-            samples_per_question=a.samples_per_question,
-            direct_share=a.direct_share,
-            trajectories=str(out / "sft_data.jsonl"),
-            lora_rank=a.lora_rank,
-            lora_alpha=2 * a.lora_rank,
-            lr=a.sft_lr,
-            epochs=a.sft_epochs,
-            batch_size=a.sft_batch,
-            micro_batch_size=a.micro_batch,
-            max_steps=a.sft_steps,
-            cpu=cpu,
-            resume=False,
-        )
-        sft = train_sft(scfg, kept)
-        res["sft_losses"] = sft.losses
-        res["time_s"]["sft"] = time.perf_counter() - t0
-        self.gpu_peak("sft")
-        sft_dir = str(Path(sft.final_dir).parent / "adapter")
-        t_eval = time.perf_counter()
-        res["sft"] = self.evaluate("sft", sft.final_dir, seed)
-        eval_s = res["time_s"]["eval sft"] = time.perf_counter() - t_eval
+        stage = self.reused_sft(seed, res) if a.sft_from else self.sft(seed, tok, out, res)
+        train_ids = stage.candidates
+        res["grpo_candidates"] = len(train_ids)
         t0 = time.perf_counter()
         gcfg = GRPOConfig(
             output_dir=str(out / "grpo"),
             seed=seed,
             model="smollm2",
-            init_checkpoint=sft_dir,
+            init_checkpoint=str(Path(stage.final_dir).parent / "adapter"),
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
             lr=a.grpo_lr,
@@ -494,7 +469,7 @@ class Bench:
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
             micro_batch_size=a.micro_batch,
-            cpu=cpu,
+            cpu=self.device == "cpu",
             dev_every=a.dev_every,
             dev_k=2,
             resume=False,
@@ -502,7 +477,7 @@ class Bench:
             max_new_tokens=a.max_new_tokens,
             think_budget=a.think_budget,
             teacher_starts=a.teacher_starts,
-            teacher_data=str(out / "sft_data.jsonl") if a.teacher_starts else "",
+            teacher_data=str(stage.episodes) if a.teacher_starts else "",
             own_starts=a.own_starts,
             own_share=a.own_share if a.own_starts else 1.0,
             even_sources=a.even_sources,
@@ -522,14 +497,10 @@ class Bench:
                 think_budget=a.think_budget,
             )
         sampler = runner.sampler(tok)
-        # GRPO's candidates: the training questions the teacher answered from an observation
-        # (the rest are out of reach in the turn budget: they can only teach recall)
-        train_ids = [q for q in questions if report.kept.get(q)]
-        res["grpo_candidates"] = len(train_ids)
         prior = None
         if a.teacher_starts < 1 and not a.own_starts:  # pass rates from scratch say nothing of
             # groups started from a teacher's or the policy's own episode
-            start = self.probe(seed, sampler, train_ids, sft.final_dir, gcfg.temperature, res)
+            start = self.probe(seed, sampler, train_ids, stage.final_dir, gcfg.temperature, res)
             prior = start.prior
         if prior:  # start on the questions the SFT policy sometimes solves
             gcfg = dataclasses.replace(
@@ -541,7 +512,7 @@ class Bench:
             )
         # under --deadline-s GRPO stops once another step, at its pace so far, would leave no
         # time for the end eval
-        stop_by = deadline - 1.5 * eval_s - 30 if a.deadline_s else None
+        stop_by = deadline - 1.5 * stage.eval_s - 30 if a.deadline_s else None
         g = train_grpo(
             gcfg,
             train_ids,
@@ -567,7 +538,7 @@ class Bench:
         res["grpo"] = self.evaluate("grpo", g.final_dir, seed)
         res["time_s"]["eval grpo"] = time.perf_counter() - t_eval
         res["checkpoints"] = {
-            "sft": sft.final_dir,
+            "sft": stage.final_dir,
             "grpo": g.final_dir,
             "grpo_adapter": str(Path(g.final_dir).parent / "adapter"),
         }
@@ -575,6 +546,145 @@ class Bench:
         res["batch_backoffs"] = dict(self.batch_backoffs)
         res["decode"] = dict(self.decode)
         return res
+
+    def sft(self, seed: int, tok, out: Path, res: dict) -> SFTStage:
+        """Rejection sampling, SFT and its eval: GRPO's candidates (the training questions the
+        teacher answered from an observation), the SFT weights and the eval's wall time."""
+        a = self.args
+        t0 = time.perf_counter()
+        chat = ChatFormat(tok)
+        teacher = ResearchTeacher(
+            self.data.tasks, chat, max_turns=a.max_turns, known_only=RESEARCH_TEACHERS[a.teacher]
+        )
+        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
+        kept, report = rejection_sample(
+            self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
+        )
+        kept = cap_direct(kept, a.direct_share, seed)
+        out.mkdir(parents=True, exist_ok=True)
+        write_trajectories(out / "sft_data.jsonl", kept)
+        res["rejection"] = {
+            "kept": report.kept_total,
+            "tried": report.tried_total,
+            "questions_with_any": sum(1 for v in report.kept.values() if v),
+            "all_grounded": all(map(answer_observed, kept)),
+            "trained_on": len(kept),
+        }
+        res["time_s"]["rejection"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        scfg = SFTConfig(  # its config.yaml replays this SFT: `wikisim train sft --config`
+            output_dir=str(out / "sft"),
+            seed=seed,
+            model="smollm2",
+            env=self.env,
+            teacher=a.teacher,
+            samples_per_question=a.samples_per_question,
+            direct_share=a.direct_share,
+            trajectories=str(out / "sft_data.jsonl"),
+            lora_rank=a.lora_rank,
+            lora_alpha=2 * a.lora_rank,
+            lr=a.sft_lr,
+            epochs=a.sft_epochs,
+            batch_size=a.sft_batch,
+            micro_batch_size=a.micro_batch,
+            max_steps=a.sft_steps,
+            cpu=self.device == "cpu",
+            resume=False,
+        )
+        sft = train_sft(scfg, kept)
+        res["sft_losses"] = sft.losses
+        res["time_s"]["sft"] = time.perf_counter() - t0
+        self.gpu_peak("sft")
+        t_eval = time.perf_counter()
+        res["sft"] = self.evaluate("sft", sft.final_dir, seed)
+        eval_s = res["time_s"]["eval sft"] = time.perf_counter() - t_eval
+        return SFTStage(
+            [q for q in questions if report.kept.get(q)],
+            sft.final_dir,
+            out / "sft_data.jsonl",
+            eval_s,
+        )
+
+    def reused_sft(self, seed: int, res: dict) -> SFTStage:
+        """`--sft-from RUN`: this seed's teacher episodes, SFT weights and SFT eval as an earlier
+        run with the same SFT and eval settings left them, so GRPO ablations share one SFT."""
+        a = self.args
+        earlier = reused_run(Path(a.sft_from), vars(a), seed)
+        src = Path(a.sft_from) / f"seed{seed}"
+        have = {t.task_id for t in read_trajectories(src / "sft_data.jsonl")}
+        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
+        evals = src / "eval"
+        sampled = evals / "sft-sampled" / "trajectories.jsonl"
+        res["sft_from"] = str(src)
+        res["rejection"] = earlier["rejection"]
+        res["sft_losses"] = earlier["sft_losses"]
+        res["sft"] = self.stats(
+            list(read_trajectories(evals / "sft" / "trajectories.jsonl")),
+            list(read_trajectories(sampled)) if a.pass_samples else [],
+        )
+        res["time_s"]["eval sft"] = earlier["time_s"]["eval sft"]
+        return SFTStage(
+            [q for q in questions if q in have],
+            str(src / "sft" / "final"),
+            src / "sft_data.jsonl",
+            res["time_s"]["eval sft"],
+        )
+
+
+#: The flags that decide a seed's teacher episodes, SFT weights and SFT eval: `--sft-from` reuses
+#: an earlier run's only where they all agree with this run's.
+SFT_FLAGS = (
+    "teacher",
+    "sft_questions",
+    "samples_per_question",
+    "direct_share",
+    "sft_steps",
+    "sft_epochs",
+    "sft_batch",
+    "sft_lr",
+    "lora_rank",
+    "micro_batch",
+    "max_turns",
+    "max_new_tokens",
+    "think_budget",
+    "max_context",
+    "eval_limit",
+    "eval_batch",
+    "pass_samples",
+    "device",
+)
+
+
+def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
+    """The seed's results in the earlier run `--sft-from` names (its `partial.json`, written after
+    each seed), checked to be reusable: the same SFT and eval settings, and every candidate GRPO
+    draws from still in its episodes (a `--direct-share` below 1 drops some from the file)."""
+    where = f"--sft-from {run_dir}"
+    try:
+        earlier = json.loads((run_dir / "partial.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{where}: no readable partial.json of a learn_agent run ({e})") from e
+    differ = {k: (earlier["args"].get(k), args[k]) for k in SFT_FLAGS}
+    differ = {k: v for k, v in differ.items() if v[0] != v[1]}
+    if differ:
+        raise SystemExit(
+            f"{where}: its SFT ran with other settings (flag: its value, this run's): "
+            + ", ".join(f"--{k.replace('_', '-')}: {x!r}, {y!r}" for k, (x, y) in differ.items())
+        )
+    if args["direct_share"] < 1:
+        raise SystemExit(f"{where}: --direct-share below 1 leaves GRPO's candidates unrecorded")
+    runs = [r for r in earlier["runs"] if r["seed"] == seed]
+    if not runs:
+        done = [r["seed"] for r in earlier["runs"]]
+        raise SystemExit(f"{where}: seed {seed} did not finish there (finished: {done})")
+    missing = [
+        p
+        for p in ("sft_data.jsonl", "sft/final", "sft/adapter", "eval/sft/trajectories.jsonl")
+        if not (run_dir / f"seed{seed}" / p).exists()
+    ]
+    if missing:
+        raise SystemExit(f"{where}: seed{seed}/ lacks {', '.join(missing)}")
+    return runs[0]
 
 
 def add_question_groups(p: argparse.ArgumentParser) -> None:
@@ -1005,6 +1115,13 @@ def arguments() -> argparse.ArgumentParser:
         default=True,
         help="evaluate the untrained model (seeds side by side: one process does it, "
         "--combine gives it to the others)",
+    )
+    p.add_argument(
+        "--sft-from",
+        default="",
+        help="an earlier run's folder (bench/results/NAME) whose seeds' teacher episodes, SFT "
+        "weights and SFT evals this run reuses: GRPO ablations from one SFT (its SFT and eval "
+        "flags must be this run's)",
     )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
