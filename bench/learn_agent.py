@@ -46,6 +46,8 @@ for 2-question steps; the config's 2e-4 is for its 8-question ones).
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
     .venv/bin/python bench/learn_agent.py --reevaluate bench/results/learn_agent_cpu.json \
         --eval-limit 24 --name learn_agent_cpu_24   # the run's checkpoints on 24 questions a set
+    .venv/bin/python bench/learn_agent.py --seeds 0 1 --grpo-steps 28 --sft-from \
+        bench/results/learn_agent_cpu --name grpo28   # GRPO again from that run's SFT seeds
 
 Output: a table per held-out set, per group (human-written, synthesized) and pooled (stage x EM,
 F1, pass@1 with 95% intervals over tasks, search and visit calls, grounded share, tokens per

@@ -292,3 +292,60 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     assert timed["sft"] == 2.0 and {"eval sft", "eval grpo", "untrained"} <= set(timed)
     with pytest.raises(SystemExit, match="overwrite"):
         bench["reevaluate"](args, "run")
+
+
+def _earlier_run(root: Path, args: dict, seeds: tuple[int, ...], eval_trajs: list) -> None:
+    """An earlier learn_agent run's folder as `--sft-from` reads it."""
+    from agent.rollout.trajectory import write_trajectories
+
+    runs = []
+    for seed in seeds:
+        src = root / f"seed{seed}"
+        for d in ("sft/final", "sft/adapter", "eval/sft"):
+            (src / d).mkdir(parents=True)
+        write_trajectories(src / "sft_data.jsonl", [_episode("q3", "x", "a", 1.0)] * 2)
+        write_trajectories(src / "eval" / "sft" / "trajectories.jsonl", eval_trajs)
+        runs.append(
+            {"seed": seed, "rejection": {"kept": 2, "tried": 5}, "sft_losses": [0.5, 0.25]}
+            | {"time_s": {"rejection": 1.0, "sft": 9.0, "eval sft": 7.0}}
+        )
+    (root / "partial.json").write_text(json.dumps({"args": args, "runs": runs}))
+
+
+def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_runs(
+    tmp_path,
+) -> None:
+    """--sft-from: GRPO's candidates are the training questions, in their order, that the earlier
+    teacher episodes answered; the SFT stats are recomputed from its saved eval; a run of other
+    SFT or eval settings, a seed it did not finish, or a file it lacks is an error naming it."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    args = bench["arguments"]().parse_args(["--sft-from", str(tmp_path / "run")])
+    for k, v in {"eval_limit": 24, "sft_steps": 16, "micro_batch": 2, "eval_batch": 60}.items():
+        setattr(args, k, v)
+    flags = {k: getattr(args, k) for k in bench["SFT_FLAGS"]}
+    tasks = TaskSet([Task(f"q{i}", f"Q{i}?", (f"a{i}",)) for i in range(5)], "t")
+    held = [_episode("q0", "it is a0", "a0", 1.0), _episode("q1", "nothing", "b", 0.0)]
+    _earlier_run(tmp_path / "run", flags, (0,), held)
+
+    b = object.__new__(bench["Bench"])
+    b.args = args
+    b.data = bench["Data"](tasks, ["q4", "q3", "q2"], {}, {})
+    b.held_ids = {"set": {"q0", "q1"}}
+    res: dict = {"time_s": {}}
+    stage = b.reused_sft(0, res)
+    assert stage.candidates == ["q3"]
+    assert stage.final_dir == str(tmp_path / "run" / "seed0" / "sft" / "final")
+    assert stage.eval_s == 7.0 and res["sft_losses"] == [0.5, 0.25]
+    assert res["sft"]["set"]["em"] == 0.5 and res["sft"]["set"]["gold_seen"] == 0.5
+    assert res["sft_from"] == str(tmp_path / "run" / "seed0")
+
+    reused_run = bench["reused_run"]
+    with pytest.raises(SystemExit, match="seed 1 did not finish there"):
+        reused_run(tmp_path / "run", flags, 1)
+    with pytest.raises(SystemExit, match=r"--sft-steps: 16, 48"):
+        reused_run(tmp_path / "run", flags | {"sft_steps": 48}, 0)
+    (tmp_path / "run" / "seed0" / "sft" / "adapter").rmdir()
+    with pytest.raises(SystemExit, match="seed0/ lacks sft/adapter"):
+        reused_run(tmp_path / "run", flags, 0)
+    with pytest.raises(SystemExit, match="no readable partial.json"):
+        reused_run(tmp_path / "elsewhere", flags, 0)
