@@ -336,6 +336,7 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
     assert stage.candidates == ["q3"]
     assert stage.final_dir == str(tmp_path / "run" / "seed0" / "sft" / "final")
     assert stage.eval_s == 7.0 and res["sft_losses"] == [0.5, 0.25]
+    assert res["time_s"] == {}  # none of the earlier run's times is this run's
     assert res["sft"]["set"]["em"] == 0.5 and res["sft"]["set"]["gold_seen"] == 0.5
     assert res["sft_from"] == str(tmp_path / "run" / "seed0")
 
