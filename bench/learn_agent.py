@@ -549,6 +549,12 @@ class Bench:
         res["decode"] = dict(self.decode)
         return res
 
+    def training_questions(self) -> list[str]:
+        """The training questions the teacher plays (`--sft-questions` of them; 0: all), in
+        order: GRPO's candidates are those it answered."""
+        a = self.args
+        return self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
+
     def sft(self, seed: int, tok, out: Path, res: dict) -> SFTStage:
         """Rejection sampling, SFT and its eval: GRPO's candidates (the training questions the
         teacher answered from an observation), the SFT weights and the eval's wall time."""
@@ -558,7 +564,7 @@ class Bench:
         teacher = ResearchTeacher(
             self.data.tasks, chat, max_turns=a.max_turns, known_only=RESEARCH_TEACHERS[a.teacher]
         )
-        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
+        questions = self.training_questions()
         kept, report = rejection_sample(
             self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
         )
@@ -614,7 +620,6 @@ class Bench:
         earlier = reused_run(Path(a.sft_from), vars(a), seed)
         src = Path(a.sft_from) / f"seed{seed}"
         have = {t.task_id for t in read_trajectories(src / "sft_data.jsonl")}
-        questions = self.data.train[: a.sft_questions] if a.sft_questions else self.data.train
         evals = src / "eval"
         sampled = evals / "sft-sampled" / "trajectories.jsonl"
         res["sft_from"] = str(src)
@@ -626,7 +631,7 @@ class Bench:
         )
         return SFTStage(  # this run spent none of the earlier one's times: only the
             # deadline counts that eval's (GRPO keeps as long for its own)
-            [q for q in questions if q in have],
+            [q for q in self.training_questions() if q in have],
             str(src / "sft" / "final"),
             src / "sft_data.jsonl",
             earlier["time_s"]["eval sft"],
@@ -679,11 +684,10 @@ def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
     if not runs:
         done = [r["seed"] for r in earlier["runs"]]
         raise SystemExit(f"{where}: seed {seed} did not finish there (finished: {done})")
-    missing = [
-        p
-        for p in ("sft_data.jsonl", "sft/final", "sft/adapter", "eval/sft/trajectories.jsonl")
-        if not (run_dir / f"seed{seed}" / p).exists()
-    ]
+    needed = ["sft_data.jsonl", "sft/final", "sft/adapter", "eval/sft/trajectories.jsonl"]
+    if args["pass_samples"]:
+        needed.append("eval/sft-sampled/trajectories.jsonl")
+    missing = [p for p in needed if not (run_dir / f"seed{seed}" / p).exists()]
     if missing:
         raise SystemExit(f"{where}: seed{seed}/ lacks {', '.join(missing)}")
     return runs[0]

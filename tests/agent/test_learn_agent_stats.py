@@ -345,6 +345,10 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
         reused_run(tmp_path / "run", flags, 1)
     with pytest.raises(SystemExit, match=r"--sft-steps: 16, 48"):
         reused_run(tmp_path / "run", flags | {"sft_steps": 48}, 0)
+    sampled = flags | {"pass_samples": 1}
+    _earlier_run(tmp_path / "sampled", sampled, (0,), held)
+    with pytest.raises(SystemExit, match="seed0/ lacks eval/sft-sampled/trajectories.jsonl"):
+        reused_run(tmp_path / "sampled", sampled, 0)
     (tmp_path / "run" / "seed0" / "sft" / "adapter").rmdir()
     with pytest.raises(SystemExit, match="seed0/ lacks sft/adapter"):
         reused_run(tmp_path / "run", flags, 0)
