@@ -638,6 +638,10 @@ class Bench:
         )
 
 
+#: The flags that shape an episode of a checkpoint's eval besides the questions: `--reevaluate`
+#: merges runs only where they all agree.
+EVAL_FLAGS = ("max_turns", "max_new_tokens", "think_budget", "max_context", "pass_samples")
+
 #: The flags that decide a seed's teacher episodes, SFT weights and SFT eval: `--sft-from` reuses
 #: an earlier run's only where they all agree with this run's.
 SFT_FLAGS = (
@@ -651,13 +655,9 @@ SFT_FLAGS = (
     "sft_lr",
     "lora_rank",
     "micro_batch",
-    "max_turns",
-    "max_new_tokens",
-    "think_budget",
-    "max_context",
+    *EVAL_FLAGS,
     "eval_limit",
     "eval_batch",
-    "pass_samples",
     "device",
 )
 
@@ -1136,9 +1136,11 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--reevaluate",
         metavar="RUN_JSON",
-        help="evaluate a finished run's checkpoints again (search-answer, untrained, each seed's "
-        "SFT and GRPO) on --eval-limit questions a held-out set (0: every one), with the run's "
-        "own settings, and report them as that run",
+        nargs="+",
+        help="evaluate finished runs' checkpoints again (search-answer, untrained, each seed's "
+        "SFT and GRPO) on --eval-limit questions a held-out set (0: every one), with the runs' "
+        "own settings, and report them as one run (runs made in parts: each seed once, the "
+        "same eval settings)",
     )
     return p
 
@@ -1278,14 +1280,25 @@ def checkpoint(path: str, run_json: str) -> str:
 
 
 def reevaluate(args: argparse.Namespace, name: str) -> None:
-    """A finished run's checkpoints on more held-out questions: its training left out every
-    held-out set's answers, asked or not (`load_data`), so any share of them may be asked. The
-    run's own settings (context, turns, decoding) are kept; only the questions change."""
-    source = json.loads(Path(args.reevaluate).read_text())
-    runs = source["runs"]
+    """Finished runs' checkpoints on more held-out questions: training left out every held-out
+    set's answers, asked or not (`load_data`), so any share of them may be asked. The runs' own
+    settings (context, turns, decoding) are kept; only the questions change. Several runs (seeds
+    run in parts, as `--combine` merges them) are one report: each seed once, and an error
+    unless their `EVAL_FLAGS` agree."""
+    files = list(args.reevaluate)
+    sources, runs = merged_runs("--reevaluate", files)
+    seeds = [r["seed"] for r in runs]
+    for k in EVAL_FLAGS:
+        values = [src["args"].get(k) for src in sources]
+        if len(set(map(repr, values))) > 1:
+            raise SystemExit(
+                f"--reevaluate: the runs were evaluated with different --{k.replace('_', '-')}: "
+                + ", ".join(f"{f}: {v!r}" for f, v in zip(files, values, strict=True))
+            )
     paths = {
-        (r["seed"], s): checkpoint(r["checkpoints"][s], args.reevaluate)
-        for r in runs
+        (r["seed"], s): checkpoint(r["checkpoints"][s], f)
+        for f, src in zip(files, sources, strict=True)
+        for r in src["runs"]
         for s in ("sft", "grpo")
     }
     out = RESULTS / name
@@ -1294,11 +1307,10 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
             f"--name {name} would overwrite the checkpoints it evaluates: pick another"
         )
     settings = {
-        **source["args"],
-        **{
-            k: getattr(args, k)
-            for k in ("eval_limit", "eval_batch", "device", "threads", "reevaluate")
-        },
+        **sources[0]["args"],
+        **{k: getattr(args, k) for k in ("eval_limit", "eval_batch", "device", "threads")},
+        "seeds": seeds,
+        "reevaluate": files,
         "name": name,
     }
     t0, started = time.perf_counter(), time.time()
@@ -1316,18 +1328,26 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
 
 
-def combine(files: list[str], name: str) -> None:
-    """Seeds run as separate processes (side by side on one GPU, or in different sessions) in one
-    report, each seed once; its args are the first part's, with the seeds and the parts merged."""
+def merged_runs(flag: str, files: list[str]) -> tuple[list[dict], list[dict]]:
+    """The results JSONs a flag names, and their seeds' runs in order: an error if a seed is in
+    more than one (a report has each seed once)."""
     parts = [json.loads(Path(f).read_text()) for f in files]
     runs = [r for p in parts for r in p["runs"]]
     seeds = [r["seed"] for r in runs]
     twice = sorted({s for s in seeds if seeds.count(s) > 1})
     if twice:
         raise SystemExit(
-            f"--combine {' '.join(files)}: seed {', '.join(map(str, twice))} is in more than one "
+            f"{flag} {' '.join(files)}: seed {', '.join(map(str, twice))} is in more than one "
             "part; give each seed once"
         )
+    return parts, runs
+
+
+def combine(files: list[str], name: str) -> None:
+    """Seeds run as separate processes (side by side on one GPU, or in different sessions) in one
+    report, each seed once; its args are the first part's, with the seeds and the parts merged."""
+    parts, runs = merged_runs("--combine", files)
+    seeds = [r["seed"] for r in runs]
     evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
     if not evaluated:
         raise SystemExit(

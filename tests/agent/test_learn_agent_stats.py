@@ -277,21 +277,34 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
             | {"rejection": {"kept": 1, "tried": 2, "questions_with_any": 1}, "sft_losses": [1.0]}
             | {"grpo_steps_run": 2}
         )
-    source = tmp_path / "run.json"
-    source.write_text(json.dumps({"args": {"max_turns": 3, "eval_limit": 12}, "runs": runs}))
-    args = bench["arguments"]().parse_args(["--reevaluate", str(source), "--eval-limit", "24"])
+    # the seeds ran in two parts (seed 1 in another session): one report, each seed once
+    parts = [tmp_path / "run.json", tmp_path / "later.json"]
+    for path, part in zip(parts, ([runs[0]], [runs[1]]), strict=True):
+        settings = {"max_turns": 3, "eval_limit": 12, "seeds": [part[0]["seed"]]}
+        path.write_text(json.dumps({"args": settings, "runs": part}))
+    files = [str(p) for p in parts]
+    args = bench["arguments"]().parse_args(["--reevaluate", *files, "--eval-limit", "24"])
     bench["reevaluate"](args, "run_24")
     assert limits == [24]
     assert [c[0] for c in calls] == ["search-answer", "untrained", "sft", "grpo", "sft", "grpo"]
     assert calls[1][1] == "UNTRAINED"
     assert calls[4] == ("sft", str(results / "run" / "seed1" / "sft" / "final"), 1)
     out = json.loads((results / "run_24.json").read_text())
-    assert out["args"]["reevaluate"] == str(source) and out["args"]["max_turns"] == 3
+    assert out["args"]["reevaluate"] == files and out["args"]["max_turns"] == 3
+    assert out["args"]["seeds"] == [0, 1]
     assert out["summary"]["per_set"]["pooled"]["gain sft->grpo"]["per_seed"] == [0.5, 0.5]
     timed = out["stage_wall_s"]  # the training's times kept, the evals' timed again
     assert timed["sft"] == 2.0 and {"eval sft", "eval grpo", "untrained"} <= set(timed)
     with pytest.raises(SystemExit, match="overwrite"):
         bench["reevaluate"](args, "run")
+    calls.clear()
+    twice = bench["arguments"]().parse_args(["--reevaluate", files[0], files[0]])
+    with pytest.raises(SystemExit, match="seed 0 is in more than one part"):
+        bench["reevaluate"](twice, "twice")
+    parts[1].write_text(json.dumps({"args": {"max_turns": 4}, "runs": [runs[1]]}))
+    with pytest.raises(SystemExit, match=r"different --max-turns: .*run.json: 3, .*later.json: 4"):
+        bench["reevaluate"](args, "mixed")
+    assert calls == []  # refused before any eval
 
 
 def _earlier_run(root: Path, args: dict, seeds: tuple[int, ...], eval_trajs: list) -> None:
