@@ -100,6 +100,7 @@ from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
+from wikisim.revision import code_revision  # noqa: E402
 from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
 from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
@@ -442,7 +443,7 @@ class Bench:
         equal share of the time left, and its GRPO runs the steps that fit in that share."""
         a, out = self.args, self.out / f"seed{seed}"
         shutil.rmtree(out, ignore_errors=True)
-        res: dict = {"seed": seed, "untrained": untrained, "time_s": {}}
+        res: dict = {"seed": seed, "untrained": untrained, "time_s": {}, "code": code_revision()}
         t0 = time.perf_counter()
         deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())
@@ -623,6 +624,12 @@ class Bench:
         evals = src / "eval"
         sampled = evals / "sft-sampled" / "trajectories.jsonl"
         res["sft_from"] = str(src)
+        res["sft_code"] = earlier.get("code")  # the flags agree; the code may not (None: older run)
+        then = (res["sft_code"] or {}).get("commit")
+        if then != res["code"]["commit"]:
+            print(
+                f"--sft-from: seed {seed}'s SFT ran at commit {then}; this run is at {res['code']['commit']}"
+            )
         res["rejection"] = earlier["rejection"]
         res["sft_losses"] = earlier["sft_losses"]
         res["sft"] = self.stats(
@@ -1402,6 +1409,7 @@ def report(
     times = stage_times(times, runs)
     out = {
         "args": args,
+        "code": code_revision(),  # this report's; each run's own is in its row
         "device": args["device"],
         "wall_s": wall,
         "span": span,

@@ -292,6 +292,7 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     out = json.loads((results / "run_24.json").read_text())
     assert out["args"]["reevaluate"] == files and out["args"]["max_turns"] == 3
     assert out["args"]["seeds"] == [0, 1]
+    assert set(out["code"]) == {"version", "commit", "changed"}  # the code that re-evaluated
     assert out["summary"]["per_set"]["pooled"]["gain sft->grpo"]["per_seed"] == [0.5, 0.5]
     timed = out["stage_wall_s"]  # the training's times kept, the evals' timed again
     assert timed["sft"] == 2.0 and {"eval sft", "eval grpo", "untrained"} <= set(timed)
@@ -321,16 +322,18 @@ def _earlier_run(root: Path, args: dict, seeds: tuple[int, ...], eval_trajs: lis
         runs.append(
             {"seed": seed, "rejection": {"kept": 2, "tried": 5}, "sft_losses": [0.5, 0.25]}
             | {"time_s": {"rejection": 1.0, "sft": 9.0, "eval sft": 7.0}}
+            | {"code": {"version": "0", "commit": "abc", "changed": []}}
         )
     (root / "partial.json").write_text(json.dumps({"args": args, "runs": runs}))
 
 
 def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_runs(
-    tmp_path,
+    tmp_path, capsys
 ) -> None:
     """--sft-from: GRPO's candidates are the training questions, in their order, that the earlier
-    teacher episodes answered; the SFT stats are recomputed from its saved eval; a run of other
-    SFT or eval settings, a seed it did not finish, or a file it lacks is an error naming it."""
+    teacher episodes answered; the SFT stats are recomputed from its saved eval, and the commit
+    its SFT ran at is kept and said when it is not this run's; a run of other SFT or eval
+    settings, a seed it did not finish, or a file it lacks is an error naming it."""
     bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
     args = bench["arguments"]().parse_args(["--sft-from", str(tmp_path / "run")])
     for k, v in {"eval_limit": 24, "sft_steps": 16, "micro_batch": 2, "eval_batch": 60}.items():
@@ -344,8 +347,10 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
     b.args = args
     b.data = bench["Data"](tasks, ["q4", "q3", "q2"], {}, {})
     b.held_ids = {"set": {"q0", "q1"}}
-    res: dict = {"time_s": {}}
+    res: dict = {"time_s": {}, "code": {"version": "0", "commit": "def", "changed": []}}
     stage = b.reused_sft(0, res)
+    assert res["sft_code"]["commit"] == "abc"
+    assert "seed 0's SFT ran at commit abc; this run is at def" in capsys.readouterr().out
     assert stage.candidates == ["q3"]
     assert stage.final_dir == str(tmp_path / "run" / "seed0" / "sft" / "final")
     assert stage.eval_s == 7.0 and res["sft_losses"] == [0.5, 0.25]
