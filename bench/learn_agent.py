@@ -46,6 +46,7 @@ for 2-question steps; the config's 2e-4 is for its 8-question ones).
     done; wait; python bench/learn_agent.py --combine bench/results/gpu_s{0,1,2}.json --name learn_agent_gpu
     .venv/bin/python bench/learn_agent.py --reevaluate bench/results/learn_agent_cpu.json \
         --eval-limit 24 --name learn_agent_cpu_24   # the run's checkpoints on 24 questions a set
+                                                    # (several JSONs: seeds run in parts, one report)
     .venv/bin/python bench/learn_agent.py --seeds 0 1 --grpo-steps 28 --sft-from \
         bench/results/learn_agent_cpu --name grpo28   # GRPO again from that run's SFT seeds
 
