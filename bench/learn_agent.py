@@ -629,7 +629,8 @@ class Bench:
         then = (res["sft_code"] or {}).get("commit")
         if then != res["code"]["commit"]:
             print(
-                f"--sft-from: seed {seed}'s SFT ran at commit {then}; this run is at {res['code']['commit']}"
+                f"--sft-from: seed {seed}'s SFT ran at commit {then or '(not recorded)'}; "
+                f"this run is at {res['code']['commit'] or '(not a checkout)'}"
             )
         res["rejection"] = earlier["rejection"]
         res["sft_losses"] = earlier["sft_losses"]

@@ -351,6 +351,15 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
     stage = b.reused_sft(0, res)
     assert res["sft_code"]["commit"] == "abc"
     assert "seed 0's SFT ran at commit abc; this run is at def" in capsys.readouterr().out
+    _earlier_run(tmp_path / "old", flags, (0,), held)  # from before results recorded their code
+    partial = json.loads((tmp_path / "old" / "partial.json").read_text())
+    del partial["runs"][0]["code"]
+    (tmp_path / "old" / "partial.json").write_text(json.dumps(partial))
+    b.args = bench["arguments"]().parse_args(["--sft-from", str(tmp_path / "old")])
+    for k, v in flags.items():
+        setattr(b.args, k, v)
+    b.reused_sft(0, {"time_s": {}, "code": {"commit": "def"}})
+    assert "ran at commit (not recorded); this run is at def" in capsys.readouterr().out
     assert stage.candidates == ["q3"]
     assert stage.final_dir == str(tmp_path / "run" / "seed0" / "sft" / "final")
     assert stage.eval_s == 7.0 and res["sft_losses"] == [0.5, 0.25]
