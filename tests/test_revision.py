@@ -15,6 +15,10 @@ def _git(root: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def _commit(repo: Path, *args: str) -> None:
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", *args)
+
+
 def test_a_checkout_gives_its_commit_and_the_tracked_files_changed_since(tmp_path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -22,7 +26,7 @@ def test_a_checkout_gives_its_commit_and_the_tracked_files_changed_since(tmp_pat
     (repo / "a.py").write_text("x = 1\n")
     (repo / "b.py").write_text("y = 2\n")
     _git(repo, "add", "a.py", "b.py")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    _commit(repo, "-m", "first")
     clean = code_revision(repo)
     assert clean == {
         "version": __version__,
@@ -39,18 +43,7 @@ def test_outside_a_checkout_or_inside_another_one_there_is_no_commit(tmp_path) -
     repo = tmp_path / "repo"
     (repo / "site-packages").mkdir(parents=True)
     _git(repo, "init", "-q")
-    _git(
-        repo,
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "x",
-    )
+    _commit(repo, "--allow-empty", "-m", "x")
     # a package installed into a virtual env that sits in some checkout is not that checkout's code
     assert code_revision(repo / "site-packages") == {
         "version": __version__,
