@@ -48,7 +48,9 @@ for 2-question steps; the config's 2e-4 is for its 8-question ones).
         --eval-limit 24 --name learn_agent_cpu_24   # the run's checkpoints on 24 questions a set
                                                     # (several JSONs: seeds run in parts, one report)
     .venv/bin/python bench/learn_agent.py --seeds 0 1 --grpo-steps 28 --sft-from \
-        bench/results/learn_agent_cpu --name grpo28   # GRPO again from that run's SFT seeds
+        bench/results/learn_agent_cpu --no-untrained --name grpo28   # GRPO again from that run's SFT
+    .venv/bin/python bench/learn_agent.py --combine bench/results/grpo28.json \
+        --untrained-from bench/results/learn_agent_cpu.json --name grpo28_report  # its untrained eval
 
 Output: a table per held-out set, per group (human-written, synthesized) and pooled (stage x EM,
 F1, pass@1 with 95% intervals over tasks, search and visit calls, grounded share, tokens per
@@ -67,6 +69,7 @@ import os
 import shutil
 import statistics
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1140,7 +1143,17 @@ def arguments() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
-        "--combine", nargs="+", help="merge these results JSONs (one seed each) into one report"
+        "--combine",
+        nargs="+",
+        help="merge these results JSONs (seeds run as separate processes) into one report: each "
+        "seed once, the same method flags",
+    )
+    p.add_argument(
+        "--untrained-from",
+        metavar="REPORT_JSON",
+        default="",
+        help="with --combine, when no part evaluated the untrained model: take its eval from this "
+        "finished report (the same eval flags and --eval-limit), instead of running it again",
     )
     p.add_argument(
         "--reevaluate",
@@ -1238,7 +1251,7 @@ def main() -> None:
         ]
     )
     if args.combine:
-        combine(args.combine, name)
+        combine(args.combine, name, args.untrained_from)
         return
     if args.reevaluate:
         reevaluate(args, name)
@@ -1295,15 +1308,8 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     run in parts, as `--combine` merges them) are one report: each seed once, and an error
     unless their `EVAL_FLAGS` agree."""
     files = list(args.reevaluate)
-    sources, runs = merged_runs("--reevaluate", files)
+    sources, runs = merged_runs("--reevaluate", files, free=("eval_limit", "eval_batch"))
     seeds = [r["seed"] for r in runs]
-    for k in EVAL_FLAGS:
-        values = [src["args"].get(k) for src in sources]
-        if len(set(map(repr, values))) > 1:
-            raise SystemExit(
-                f"--reevaluate: the runs were evaluated with different --{k.replace('_', '-')}: "
-                + ", ".join(f"{f}: {v!r}" for f, v in zip(files, values, strict=True))
-            )
     paths = {
         (r["seed"], s): checkpoint(r["checkpoints"][s], f)
         for f, src in zip(files, sources, strict=True)
@@ -1337,9 +1343,42 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
 
 
-def merged_runs(flag: str, files: list[str]) -> tuple[list[dict], list[dict]]:
+#: The flags a part of a run may set on its own (which seeds, where from, how long, on what):
+#: every other flag is the method, and the parts of one report share it.
+PART_FLAGS = (
+    "seeds",
+    "name",
+    "sft_from",
+    "untrained",
+    "deadline_s",
+    "threads",
+    "gpu_memory_fraction",
+    "combine",
+    "reevaluate",
+    "untrained_from",
+)
+
+
+def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:
+    """The first of `flags` the parts' args disagree on, with each file's value ("" if none);
+    a flag a part did not record (added after it ran) is not compared."""
+    for k in flags:
+        if not all(k in p["args"] for p in parts):
+            continue
+        values = [p["args"][k] for p in parts]
+        if len(set(map(repr, values))) > 1:
+            return f"--{k.replace('_', '-')}: " + ", ".join(
+                f"{f}: {v!r}" for f, v in zip(files, values, strict=True)
+            )
+    return ""
+
+
+def merged_runs(
+    flag: str, files: list[str], free: tuple[str, ...] = ()
+) -> tuple[list[dict], list[dict]]:
     """The results JSONs a flag names, and their seeds' runs in order: an error if a seed is in
-    more than one (a report has each seed once)."""
+    more than one (a report has each seed once), or if the parts differ in a flag of the method
+    (all but `PART_FLAGS` and `free`): one report is one method."""
     parts = [json.loads(Path(f).read_text()) for f in files]
     runs = [r for p in parts for r in p["runs"]]
     seeds = [r["seed"] for r in runs]
@@ -1349,26 +1388,40 @@ def merged_runs(flag: str, files: list[str]) -> tuple[list[dict], list[dict]]:
             f"{flag} {' '.join(files)}: seed {', '.join(map(str, twice))} is in more than one "
             "part; give each seed once"
         )
+    method = sorted({k for p in parts for k in p["args"]} - {*PART_FLAGS, *free})
+    if differ := differing(files, parts, method):
+        raise SystemExit(f"{flag}: the runs differ in {differ}")
     return parts, runs
 
 
-def combine(files: list[str], name: str) -> None:
+def combine(files: list[str], name: str, untrained_from: str = "") -> None:
     """Seeds run as separate processes (side by side on one GPU, or in different sessions) in one
-    report, each seed once; its args are the first part's, with the seeds and the parts merged."""
+    report, each seed once; its args are the first part's, with the seeds and the parts merged.
+    The untrained model's eval is a part's, or `untrained_from`'s (a report with the same eval)."""
     parts, runs = merged_runs("--combine", files)
     seeds = [r["seed"] for r in runs]
+    times = {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")}
     evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
+    if not evaluated and untrained_from:
+        ref = json.loads(Path(untrained_from).read_text())
+        eval_flags = (*EVAL_FLAGS, "eval_limit")
+        if differ := differing([*files, untrained_from], [*parts, ref], eval_flags):
+            raise SystemExit(f"--untrained-from: the eval differs in {differ}")
+        evaluated = [r["untrained"] for r in ref["runs"] if r["untrained"] is not None]
+        times["untrained"] = ref["stage_wall_s"]["untrained"]
     if not evaluated:
         raise SystemExit(
-            f"none of {files} evaluated the untrained model: run one without --no-untrained"
+            f"none of {files} evaluated the untrained model: run one without --no-untrained, "
+            "or name a report that did with --untrained-from"
         )
     for r in runs:  # the untrained model's eval is the same for every seed: one process ran it
         r["untrained"] = r["untrained"] or evaluated[0]
+    args = {**parts[0]["args"], "seeds": seeds, "combine": list(files)}
     report(
-        {**parts[0]["args"], "seeds": seeds, "combine": list(files)},
+        {**args, "untrained_from": untrained_from} if untrained_from else args,
         parts[0]["baseline"],
         runs,
-        {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")},
+        times,
         *combined_wall(parts),
         name=name,
     )

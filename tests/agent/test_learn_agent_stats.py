@@ -135,7 +135,9 @@ def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -
     assert wall([{"wall_s": 10.0}, {"wall_s": 5.0, "span": [0.0, 5.0]}]) == (10.0, None)  # older
 
 
-def test_combine_merges_each_seed_once_and_says_which_parts_and_seeds(tmp_path, monkeypatch):
+def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_seeds(
+    tmp_path, monkeypatch
+):
     bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
     monkeypatch.setitem(bench["combine"].__globals__, "RESULTS", tmp_path / "results")
 
@@ -147,7 +149,7 @@ def test_combine_merges_each_seed_once_and_says_which_parts_and_seeds(tmp_path, 
             for s in ("synth-test", "bundled")
         }
 
-    def part(path: Path, seeds: list[int], untrained: bool) -> str:
+    def part(path: Path, seeds: list[int], untrained: bool, **flags) -> str:
         runs = [
             {"seed": s, "untrained": evals(0.0) if untrained else None}
             | {"sft": evals(0.1), "grpo": evals(0.1 + s / 10), "grpo_curve": []}
@@ -159,7 +161,8 @@ def test_combine_merges_each_seed_once_and_says_which_parts_and_seeds(tmp_path, 
         times = {"search-answer": 1.0, "untrained": 2.0}
         path.write_text(
             json.dumps(
-                {"args": {"device": "cpu", "seeds": seeds, "combine": None}, "runs": runs}
+                {"args": {"device": "cpu", "seeds": seeds, "combine": None} | flags}
+                | {"runs": runs}
                 | {"baseline": evals(0.05), "stage_wall_s": times, "wall_s": 10.0, "span": None}
             )
         )
@@ -173,6 +176,27 @@ def test_combine_merges_each_seed_once_and_says_which_parts_and_seeds(tmp_path, 
     again = part(tmp_path / "c.json", [1, 2], False)
     with pytest.raises(SystemExit, match="seed 2 is in more than one part"):
         bench["combine"]([a, again], "twice")
+    # one report is one method: parts may differ in where they came from, not in how they trained
+    steps = part(tmp_path / "d.json", [1], False, grpo_steps=28, sft_from="x")
+    other = part(tmp_path / "e.json", [0], False, grpo_steps=14, sft_from="y")
+    with pytest.raises(SystemExit, match=r"differ in --grpo-steps: .*d.json: 28, .*e.json: 14"):
+        bench["combine"]([steps, other], "mixed")
+    # no part evaluated the untrained model: a finished report with the same eval gives it
+    with pytest.raises(SystemExit, match="--untrained-from"):
+        bench["combine"]([b, steps.replace("d.json", "e.json")], "none")
+    plain = [part(tmp_path / f"p{s}.json", [s], False, eval_limit=24) for s in (0, 1)]
+    ref = part(tmp_path / "ref.json", [5], True, eval_limit=24)
+    done = json.loads(Path(ref).read_text())
+    done["stage_wall_s"]["untrained"] = 7.0  # the time its untrained eval took there
+    Path(ref).write_text(json.dumps(done))
+    bench["combine"](plain, "reused", ref)
+    out = json.loads((tmp_path / "results" / "reused.json").read_text())
+    assert out["args"]["untrained_from"] == ref and out["args"]["seeds"] == [0, 1]
+    assert [r["untrained"]["bundled"]["em"] for r in out["runs"]] == [0.0, 0.0]
+    assert out["stage_wall_s"]["untrained"] == 7.0
+    fewer = part(tmp_path / "ref12.json", [5], True, eval_limit=12)
+    with pytest.raises(SystemExit, match=r"eval differs in --eval-limit: .*p0.json: 24"):
+        bench["combine"](plain, "fewer", fewer)
 
 
 def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() -> None:
@@ -303,7 +327,7 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     with pytest.raises(SystemExit, match="seed 0 is in more than one part"):
         bench["reevaluate"](twice, "twice")
     parts[1].write_text(json.dumps({"args": {"max_turns": 4}, "runs": [runs[1]]}))
-    with pytest.raises(SystemExit, match=r"different --max-turns: .*run.json: 3, .*later.json: 4"):
+    with pytest.raises(SystemExit, match=r"differ in --max-turns: .*run.json: 3, .*later.json: 4"):
         bench["reevaluate"](args, "mixed")
     assert calls == []  # refused before any eval
 
