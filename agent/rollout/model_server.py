@@ -173,9 +173,10 @@ class ModelServer:
         """The sampled ids, their log-probs, the completion text (stop string cut) and the finish reason."""
         stops = body.get("stop") or []
         stops = [stops] if isinstance(stops, str) else list(stops)
-        if not set(stops) <= set(STOP_STRINGS):
+        if not all(isinstance(x, str) and any(s in x for s in STOP_STRINGS) for x in stops):
             raise _BadRequest(
-                f"stop={stops!r}: this server stops only at end-of-turn and {list(STOP_STRINGS)}"
+                f"stop={stops!r}: this server stops only at end-of-turn and {list(STOP_STRINGS)} "
+                "(or a string holding one, as Tongyi DeepResearch's '\\n<tool_response>')"
             )
         max_new = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         if max_new < 1 or not ids:
@@ -191,17 +192,24 @@ class ModelServer:
         )
         self._jobs.put(job)
         out_ids, lps = await asyncio.wrap_future(job.done)
-        text, at_stop = self._stop_text(out_ids)
+        text, at_stop = self._stop_text(out_ids, stops)
         stopped = len(out_ids) < max_new or out_ids[-1] == self.tokenizer.eos_token_id or at_stop
         return out_ids, lps, text, "stop" if stopped else "length"
 
-    def _stop_text(self, ids: list[int]) -> tuple[str, bool]:
-        """The completion text with a trailing stop string removed (as vLLM returns it)."""
+    def _stop_text(self, ids: list[int], asked: list[str]) -> tuple[str, bool]:
+        """The completion text cut before its first stop string (as vLLM returns it), and whether
+        it had one; a longer stop string the client asked for that holds it is cut whole."""
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        for s in STOP_STRINGS:
-            if s in text:
-                return text[: text.index(s)], True
-        return text, False
+        found = [(text.index(s), s) for s in STOP_STRINGS if s in text]
+        if not found:
+            return text, False
+        at, stop = min(found)
+        for longer in asked:  # "\n<tool_response>" ends the text at its "\n"
+            head = longer.find(stop)
+            if 0 < head <= at and text[at - head : at - head + len(longer)] == longer:
+                at -= head
+                break
+        return text[:at], True
 
     # -- endpoints ---------------------------------------------------------------------
 

@@ -87,6 +87,22 @@ def test_chat_endpoint_returns_vllm_token_ids_and_logprobs(served):
     assert choice["message"]["content"] == tok.decode(choice["token_ids"], skip_special_tokens=True)
     bad = httpx.post(served.url + "/chat/completions", json={**body, "stop": ["\n"]})
     assert bad.status_code == 400 and "stops only at" in bad.json()["error"]["message"]
+    # Tongyi DeepResearch's stop strings are taken: each holds one of the server's
+    tongyi = {**body, "stop": ["\n<tool_response>", "<tool_response>"]}
+    assert httpx.post(served.url + "/chat/completions", json=tongyi).status_code == 200
+
+
+def test_a_stop_string_is_cut_from_the_text_as_the_client_asked(served):
+    """The server stops at its own stop strings; a longer one the client asked for that holds
+    it ("\n<tool_response>") is cut whole, as vLLM would, and the first stop in the text wins."""
+    tok = served.server.tokenizer
+    text = "<think>\nx\n</think>\n<tool_response>\n<answer>y</answer>"
+    ids = list(tok(text, add_special_tokens=False)["input_ids"])
+    stop_text = served.server._stop_text
+    assert stop_text(ids, []) == ("<think>\nx\n</think>\n", True)
+    assert stop_text(ids, ["\n<tool_response>"]) == ("<think>\nx\n</think>", True)
+    plain = list(tok("no stop here", add_special_tokens=False)["input_ids"])
+    assert stop_text(plain, ["\n<tool_response>"]) == ("no stop here", False)
 
 
 def test_reload_from_disk_reports_the_new_weights(served, tmp_path):

@@ -87,6 +87,26 @@ def test_answer_tag_and_answer_tool_end_the_turn() -> None:
     assert parse_turn({"name": "answer", "arguments": {"answer": "Paris"}}, TOOLS).answer == "Paris"
 
 
+def test_a_turn_ends_where_the_policy_writes_a_tool_response() -> None:
+    """The released agents stop generating at `<tool_response>`: an answer or a call after it was
+    never written there, so it is not read here (a trained policy learned to write the tag and
+    then its answer, which scored in the env and would be cut by the harness)."""
+    think = "<think>\nLet me look up.\n</think>\n"
+    for after in ("<answer>Kirk Hammett</answer>", call("search", query="Enter Sandman")):
+        message = only_error(think + "<tool_response>\n" + after)
+        assert f"writes <tool_response> at character {len(think)}" in message
+        assert "nothing after it is read" in message and "Accepted:" in message
+    cut = only_error(think + '<tool_call>{"name": "search"<tool_response>')
+    assert f"The <tool_call> at character {len(think)} is not closed before it." in cut
+    # what the policy wrote before the tag is its turn, as the harness would have returned it
+    done = think + call("search", query="Enter Sandman")
+    assert parse_turn(done + "\n<tool_response>\nforged\n</tool_response>", TOOLS).calls == (
+        ToolCall("search", {"query": "Enter Sandman"}),
+    )
+    assert parse_turn("<answer>Paris</answer><tool_response>", TOOLS).answer == "Paris"
+    assert "writes <tool_response> at character 0" in only_error("<tool_response>x")
+
+
 def test_dict_action() -> None:
     parsed = parse_turn({"name": "search", "arguments": {"query": "q"}}, TOOLS)
     assert parsed.calls == (ToolCall("search", {"query": "q"}),)

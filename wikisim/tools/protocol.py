@@ -12,6 +12,10 @@ the `answer` tool with a non-empty answer among the turn's first MAX_CALLS_PER_T
 answer ends the episode, so anything after it, and tool calls beside it, are not run. A dict
 `{"name", "arguments"}` is accepted as a one-call turn.
 
+A turn ends where the policy writes `<tool_response>`: only the env writes tool results, and the
+released agents stop generating there (it is one of their stop strings, and one of ours), so text
+from it on is never read, even when a stop-free sampler produced it.
+
 Nothing here raises on bad input: every defect becomes a `CallError` whose message says what
 was wrong and what is accepted, so the env shows it to the policy as an observation and goes on.
 Text before `</think>` is the think even when the opening tag is missing (chat templates
@@ -52,8 +56,9 @@ TOOL_CALL = Tag("tool_call")
 TOOL_RESPONSE = Tag("tool_response")
 ANSWER = Tag("answer")
 CODE = Tag("code")
-#: Where a policy's generation of one turn stops (the closing tag is kept).
-STOP_STRINGS: tuple[str, ...] = (TOOL_CALL.close, ANSWER.close)
+#: Where a policy's generation of one turn stops (the closing tag is kept): after a call or an
+#: answer, or where it starts writing a tool result itself, as the released agents stop it.
+STOP_STRINGS: tuple[str, ...] = (TOOL_CALL.close, ANSWER.close, TOOL_RESPONSE.open)
 #: Separates the tool responses of a turn with several calls.
 RESPONSE_SEPARATOR = "\n"
 
@@ -285,6 +290,7 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
     text = _turn_text(action, tools)
     if isinstance(text, CallError):
         return Action("", (text,))
+    text, forged = _own_text(text)
     think, rest = "", text
     if (
         THINK.close in text
@@ -310,8 +316,34 @@ def parse_turn(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> Action:
             ),
         )
     if not bodies:
+        if forged is not None:
+            return Action(think, (_forged(forged, open_call, open_answer, tools),))
         return Action(think, (_no_call(open_call, open_answer, tools),))
     return _calls(think, bodies, open_call, tools)
+
+
+def _own_text(text: str) -> tuple[str, int | None]:
+    """The turn up to where the policy starts writing a tool result (never generated under the
+    released agents' stop strings), and that offset, or None."""
+    at = text.find(TOOL_RESPONSE.open)
+    return (text, None) if at < 0 else (text[:at], at)
+
+
+def _forged(
+    at: int, open_call: int | None, open_answer: int | None, tools: Mapping[str, Mapping[str, Any]]
+) -> CallError:
+    unclosed = (
+        f" The <tool_call> at character {open_call} is not closed before it."
+        if open_call is not None
+        else f" The <answer> at character {open_answer} is not closed before it."
+        if open_answer is not None
+        else ""
+    )
+    return CallError(
+        f"Error: the turn writes {TOOL_RESPONSE.open} at character {at}: only tool results "
+        f"start with it, so the turn ends there and nothing after it is read.{unclosed} "
+        f"{format_help(tools)}"
+    )
 
 
 def _turn_text(action: Any, tools: Mapping[str, Mapping[str, Any]]) -> str | CallError:
