@@ -1306,7 +1306,7 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     set's answers, asked or not (`load_data`), so any share of them may be asked. The runs' own
     settings (context, turns, decoding) are kept; only the questions change. Several runs (seeds
     run in parts, as `--combine` merges them) are one report: each seed once, and an error
-    unless their `EVAL_FLAGS` agree."""
+    unless they share the method (`merged_runs`; the eval's size may differ, it is redone)."""
     files = list(args.reevaluate)
     sources, runs = merged_runs("--reevaluate", files, free=("eval_limit", "eval_batch"))
     seeds = [r["seed"] for r in runs]
