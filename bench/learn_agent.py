@@ -468,6 +468,7 @@ class Bench:
             grounded_only=a.grounded_only,
             exclude_truncated=a.exclude_truncated,
             unanswered_negative=a.unanswered_negative,
+            refused_negative=a.refused_negative,
             kl_coef=a.kl_coef,
             retrieval_bonus=a.retrieval_bonus,
             echo_penalty=a.echo_penalty,
@@ -1013,6 +1014,15 @@ def arguments() -> argparse.ArgumentParser:
         "tool calls without answering is a negative, not a conservative exclusion (without it, "
         "seed 0's own-start GRPO left 36 of 60 held-out episodes unanswered; "
         "bench/results/learn_agent_cpu_s35_seed0.json)",
+    )
+    p.add_argument(
+        "--refused-negative",
+        action=argparse.BooleanOptionalAction,
+        default=GRPO_RECIPE.refused_negative,
+        help="GRPOConfig.refused_negative: a rollout that ran out of turns the policy ended "
+        "itself, some refused by the env (a forged <tool_response>), is a negative, not a "
+        "conservative exclusion (seed 2's refused turns rose unchecked from step 18; "
+        "bench/results/learn_agent_cpu_s46_stop_seed2.json)",
     )
     p.add_argument(
         "--echo-penalty",

@@ -149,6 +149,12 @@ class GRPOConfig(TrainConfig):
     # and a CPU seed's own-start GRPO learned to visit until its turns ran out (36 of 60 held-out
     # episodes unanswered after 12 steps, against 2 after SFT; docs/learning-log.md, session 35)
     unanswered_negative: bool = False
+    # under exclude_truncated, a rollout that ran out of turns the policy ended itself, some of
+    # them refused by the env (a forged `<tool_response>`, a call that is not JSON), stays in the
+    # loss as a negative too: left out as "cut by a limit", a CPU seed's refused turns rose
+    # unchecked late in GRPO until the collapse guard stopped it (16 such rollouts of seed 2's
+    # 384, 0 in the loss; docs/learning-log.md, session 47)
+    refused_negative: bool = False
     clip_eps: float = 0.0  # > 0: PPO ratio clipping against the sampler's log-probs
     kl_coef: float = 0.0  # > 0: k3 KL to the frozen initial weights
     format_penalty: float = (

@@ -53,6 +53,7 @@ from agent.train.prefix import PrefixPass, shared_prefix, worth_sharing
 from agent.train.sft import answer_observed
 from agent.train.starts import OWN_EPISODES, Starts, own_starts, pick_starts, read_starts
 from wikisim.errors import ConfigError
+from wikisim.tools.protocol import STOP_STRINGS
 
 CURVES = (
     "reward",
@@ -92,6 +93,17 @@ def searched_out(t: Trajectory) -> bool:
         t.truncated
         and t.answer is None
         and all(u.tool_calls and "?" not in u.tool_calls for u in t.turns)
+    )
+
+
+def closed_out(t: Trajectory) -> bool:
+    """Ran out of turns, every one of them ended by the policy at a stop string (a call, run or
+    refused, or a forged `<tool_response>`), none cut by the token limit: as with `searched_out`,
+    the policy chose not to answer (`GRPOConfig.refused_negative`)."""
+    return (
+        t.truncated
+        and t.answer is None
+        and all(u.text.rstrip().endswith(STOP_STRINGS) for u in t.turns)
     )
 
 
@@ -181,7 +193,12 @@ def advantages_for(
     else:
         adv = std_normalized_advantages(rewards, cfg.group_size)
     if cfg.exclude_truncated:
-        cut = [t.truncated and not (cfg.unanswered_negative and searched_out(t)) for t in trajs]
+        cut = [
+            t.truncated
+            and not (cfg.unanswered_negative and searched_out(t))
+            and not (cfg.refused_negative and closed_out(t))
+            for t in trajs
+        ]
         include = conservative_include(
             torch.tensor(cut), torch.tensor([t.answer is not None for t in trajs])
         )

@@ -88,6 +88,32 @@ def test_a_rollout_that_searched_until_its_turns_ran_out_can_be_a_negative(tok, 
     assert adv[3].item() == pytest.approx(-1 / 3)  # pushed down as a wrong answer is
 
 
+def test_a_rollout_that_ran_out_on_refused_turns_can_be_a_negative(tok, tmp_path):
+    trajs = group(tok, [1.0, 0.0, 0.0, 0.0], truncated=(1, 2, 3))
+    search = '<tool_call>\n{"name": "search", "arguments": {"query": "q"}}\n</tool_call>'
+
+    def turns(t, *texts_calls):
+        return dataclasses.replace(
+            t,
+            turns=tuple(
+                dataclasses.replace(u, text=text, tool_calls=calls)
+                for u, (text, calls) in zip(t.turns, texts_calls, strict=True)
+            ),
+        )
+
+    forged = "<think>q is a.</think>\n<tool_response>"  # the turn ends where the policy forged it
+    trajs[1] = turns(trajs[1], (search, ("search",)), (forged, ("?",)))
+    trajs[2] = turns(trajs[2], (search, ("search",)), ("<think>q is " + "a " * 60, ("?",)))
+    trajs[3] = turns(trajs[3], (search, ("search",)), (search, ("search",)))
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    assert advantages_for(trajs, cfg)[1].tolist() == [True, False, False, False]
+    searched = dataclasses.replace(cfg, unanswered_negative=True)
+    assert advantages_for(trajs, searched)[1].tolist() == [True, False, False, True]
+    adv, inc = advantages_for(trajs, dataclasses.replace(cfg, refused_negative=True))
+    assert inc.tolist() == [True, True, False, True]  # the turn the token limit cut stays out
+    assert adv[1].item() == pytest.approx(-1 / 3)  # pushed down as a wrong answer is
+
+
 def test_grounded_only_gives_no_reward_to_an_answer_never_observed(tok, tmp_path):
     trajs = group(tok, [1.0, 1.0, 0.0, 0.0])
     first = trajs[1].turns[0]

@@ -83,6 +83,7 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
         "teacher_starts",
         "own_share",
         "unanswered_negative",
+        "refused_negative",
         "echo_penalty",
         "even_sources",
     )
