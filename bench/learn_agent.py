@@ -684,13 +684,8 @@ def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
         earlier = json.loads((run_dir / "partial.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise SystemExit(f"{where}: no readable partial.json of a learn_agent run ({e})") from e
-    differ = {k: (earlier["args"].get(k), args[k]) for k in SFT_FLAGS}
-    differ = {k: v for k, v in differ.items() if v[0] != v[1]}
-    if differ:
-        raise SystemExit(
-            f"{where}: its SFT ran with other settings (flag: its value, this run's): "
-            + ", ".join(f"--{k.replace('_', '-')}: {x!r}, {y!r}" for k, (x, y) in differ.items())
-        )
+    if differ := differing([str(run_dir), "this run"], [earlier, {"args": args}], SFT_FLAGS):
+        raise SystemExit(f"{where}: its SFT ran with other settings: {differ}")
     if args["direct_share"] < 1:
         raise SystemExit(f"{where}: --direct-share below 1 leaves GRPO's candidates unrecorded")
     runs = [r for r in earlier["runs"] if r["seed"] == seed]
@@ -1370,12 +1365,12 @@ PART_FLAGS = (
 
 
 def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:
-    """The first of `flags` the parts' args disagree on, with each file's value ("" if none);
-    a flag a part did not record (added after it ran) is not compared."""
+    """The first of `flags` the parts' args disagree on, with each file's value ("" if none).
+    A flag a part did not record was added after it ran, and reads as this bench's default: a
+    flag is added with the behaviour before it as its default (`--refused-negative` off)."""
+    defaults = vars(arguments().parse_args([]))
     for k in flags:
-        if not all(k in p["args"] for p in parts):
-            continue
-        values = [p["args"][k] for p in parts]
+        values = [p["args"].get(k, defaults.get(k)) for p in parts]
         if len(set(map(repr, values))) > 1:
             return f"--{k.replace('_', '-')}: " + ", ".join(
                 f"{f}: {v!r}" for f, v in zip(files, values, strict=True)

@@ -181,9 +181,14 @@ def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_se
     other = part(tmp_path / "e.json", [0], False, grpo_steps=14, sft_from="y")
     with pytest.raises(SystemExit, match=r"differ in --grpo-steps: .*d.json: 28, .*e.json: 14"):
         bench["combine"]([steps, other], "mixed")
+    # a flag a part did not record (added after it ran) reads as the default it ran with
+    steps_only = part(tmp_path / "f.json", [2], False, grpo_steps=14)
+    refused = part(tmp_path / "g.json", [0], False, grpo_steps=14, refused_negative=True)
+    with pytest.raises(SystemExit, match=r"differ in --refused-negative: .*f.json: False, .*: True"):
+        bench["combine"]([steps_only, refused], "x")
     # no part evaluated the untrained model: a finished report with the same eval gives it
     with pytest.raises(SystemExit, match="--untrained-from"):
-        bench["combine"]([b, steps.replace("d.json", "e.json")], "none")
+        bench["combine"]([steps_only, other], "none")
     plain = [part(tmp_path / f"p{s}.json", [s], False, eval_limit=24) for s in (0, 1)]
     ref = part(tmp_path / "ref.json", [5], True, eval_limit=24)
     done = json.loads(Path(ref).read_text())
@@ -394,7 +399,7 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
     reused_run = bench["reused_run"]
     with pytest.raises(SystemExit, match="seed 1 did not finish there"):
         reused_run(tmp_path / "run", flags, 1)
-    with pytest.raises(SystemExit, match=r"--sft-steps: 16, 48"):
+    with pytest.raises(SystemExit, match=r"--sft-steps: .*run: 16, this run: 48"):
         reused_run(tmp_path / "run", flags | {"sft_steps": 48}, 0)
     sampled = flags | {"pass_samples": 1}
     _earlier_run(tmp_path / "sampled", sampled, (0,), held)
