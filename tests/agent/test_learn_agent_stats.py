@@ -184,7 +184,9 @@ def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_se
     # a flag a part did not record (added after it ran) reads as the default it ran with
     steps_only = part(tmp_path / "f.json", [2], False, grpo_steps=14)
     refused = part(tmp_path / "g.json", [0], False, grpo_steps=14, refused_negative=True)
-    with pytest.raises(SystemExit, match=r"differ in --refused-negative: .*f.json: False, .*: True"):
+    with pytest.raises(
+        SystemExit, match=r"differ in --refused-negative: .*f.json: False, .*: True"
+    ):
         bench["combine"]([steps_only, refused], "x")
     # no part evaluated the untrained model: a finished report with the same eval gives it
     with pytest.raises(SystemExit, match="--untrained-from"):
