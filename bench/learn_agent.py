@@ -105,7 +105,7 @@ from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
 from wikisim.revision import code_revision  # noqa: E402
-from wikisim.tools.protocol import ToolCall, parse_turn, tool_parameters  # noqa: E402
+from wikisim.tools.protocol import TOOL_CALL, ToolCall, parse_turn, tool_parameters  # noqa: E402
 from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -190,6 +190,7 @@ def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
 
 
 WRONG = ("no_answer", "echo", "misread", "unread")
+UNSEARCHED = ("tried", "skipped")
 SEARCH_PARAMETERS = tool_parameters([SearchTool(None).schema])  # type: ignore[arg-type]
 
 
@@ -222,6 +223,17 @@ def query_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict[str, float]:
         "one_word_queries": statistics.mean(n <= 1 for n in words) if words else 0.0,
         "query_in_question": statistics.mean(mine) if mine else 0.0,
     }
+
+
+def unsearched(t: Trajectory) -> str | None:
+    """Why an episode ran no search, or None when one ran: "tried" when the policy wrote a tool
+    call the env did not run as a search (not JSON, cut by the token limit, another tool's or
+    wrong arguments), "skipped" when it wrote none. The searches-an-episode target counts
+    calls, so this says whether a shortfall is a policy that skips its tools or one that
+    misspells them."""
+    if queries(t):
+        return None
+    return "tried" if any(TOOL_CALL.open in u.text for u in t.turns) else "skipped"
 
 
 def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
@@ -271,6 +283,10 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
         "think_closes": think_closes(trajs),
         "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
         **{f"wrong_{k}": kinds.count(k) / len(trajs) for k in WRONG},
+        **{
+            f"unsearched_{k}": statistics.mean(unsearched(t) == k for t in trajs)
+            for k in UNSEARCHED
+        },
         **query_stats(trajs, tasks),
     }
 
@@ -785,6 +801,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "em_when_seen",
         "tokens_per_episode",
         *(f"wrong_{k}" for k in WRONG),
+        *(f"unsearched_{k}" for k in UNSEARCHED),
         "query_words",
         "one_word_queries",
         "query_in_question",
@@ -918,12 +935,23 @@ def table(summary: dict) -> str:
             lines.append(
                 f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
             )
+    grpo = summary["stages"]["grpo"]
+    none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports
+    why = {  # the searching target's figure, and why episodes ran no search
+        "grpo_searches_at_least_once_an_episode": f" ({grpo['search_calls']:.3f} an episode"
+        + (
+            f"; episodes without one: {none[0]:.3f} after a call the env did not run, "
+            f"{none[1]:.3f} without a call)"
+            if None not in none
+            else ")"
+        )
+    }
     lines.append("\nthe learning issue's targets:")
     for name, met in summary["targets"].items():
         if isinstance(met, dict):
             lines.extend(f"  {name}: {k} {verdict(v)}" for k, v in met.items())
         else:
-            lines.append(f"  {name} {verdict(met)}")
+            lines.append(f"  {name} {verdict(met)}{why.get(name, '')}")
     return "\n".join(lines)
 
 

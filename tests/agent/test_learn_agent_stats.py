@@ -110,6 +110,27 @@ def test_query_stats_read_the_queries_through_the_env_parser() -> None:
     assert stats["query_in_question"] == pytest.approx((2 / 3 + 0 + 1) / 3)
 
 
+def test_an_episode_without_a_search_says_whether_it_tried_one() -> None:
+    """The searching target counts calls: an episode whose only call the env refused (a quoted
+    title left unescaped) is told apart from one that answered without a call."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    tasks = TaskSet([Task("b", 'Who sang "Hey Jude"?', ("The Beatles",))])
+
+    def played(*texts: str) -> Trajectory:
+        turns = tuple(Turn(text=x, ids=(1,), logprobs=(0.0,), observation="x") for x in texts)
+        return dataclasses.replace(_episode("b", "x", "Paul", 0.0), turns=turns)
+
+    answer = "<answer>Paul</answer>"
+    ran = '<tool_call>{"name": "search", "arguments": {"query": "Hey Jude"}}</tool_call>'
+    unescaped = (
+        '<tool_call>{"name": "search", "arguments": {"query": "sang "Hey Jude""}}</tool_call>'
+    )
+    trajs = [played(ran, answer), played(unescaped, answer), played(answer), played(answer)]
+    assert [bench["unsearched"](t) for t in trajs] == [None, "tried", "skipped", "skipped"]
+    stats = bench["episode_stats"](trajs, tasks)
+    assert (stats["unsearched_tried"], stats["unsearched_skipped"]) == (0.25, 0.5)
+
+
 def test_a_share_of_some_episodes_pools_over_those_episodes() -> None:
     """Grounded correct answers pool over correct answers: a set with none adds nothing, not 0."""
     bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
