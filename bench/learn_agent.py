@@ -66,6 +66,8 @@ import argparse
 import dataclasses
 import json
 import os
+import platform
+import re
 import shutil
 import statistics
 import time
@@ -291,6 +293,26 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
     }
 
 
+def machine(device: str) -> dict[str, str | int]:
+    """What ran a seed, beside its code: the same seed and commit give the same weights to the
+    byte on one kind of CPU, not across them (session 49: an AVX-512 EPYC's first SFT loss
+    differs from session 43's machine's in the sixth digit), so a figure says where it came from."""
+    if device.startswith("cuda"):
+        name = torch.cuda.get_device_name(device)
+    else:
+        cpuinfo = Path("/proc/cpuinfo")
+        models = (
+            re.findall(r"model name\s*:\s*(.+)", cpuinfo.read_text()) if cpuinfo.exists() else []
+        )
+        name = models[0].strip() if models else platform.processor() or platform.machine()
+    return {
+        "device": name,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+
+
 class SFTStage(NamedTuple):
     """What GRPO starts from: its candidates (the training questions the teacher answered from
     an observation; the rest are out of reach in the turn budget and can only teach recall), the
@@ -464,6 +486,7 @@ class Bench:
         a, out = self.args, self.out / f"seed{seed}"
         shutil.rmtree(out, ignore_errors=True)
         res: dict = {"seed": seed, "untrained": untrained, "time_s": {}, "code": code_revision()}
+        res["machine"] = machine(self.device)
         t0 = time.perf_counter()
         deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())

@@ -433,3 +433,14 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
         reused_run(tmp_path / "run", flags, 0)
     with pytest.raises(SystemExit, match="no readable partial.json"):
         reused_run(tmp_path / "elsewhere", flags, 0)
+
+
+def test_each_seed_records_the_machine_its_weights_came_from() -> None:
+    """Weights are the same to the byte on one kind of CPU, not across kinds: a run says which."""
+    import torch
+
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    seen = bench["machine"]("cpu")
+    assert seen["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert seen["threads"] == torch.get_num_threads() and seen["torch"] == torch.__version__
+    assert isinstance(seen["device"], str) and seen["device"]
