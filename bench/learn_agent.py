@@ -531,6 +531,7 @@ class Bench:
             health_questions=a.health_questions,
             health_every=a.health_every,
             health_margin=a.health_margin,
+            health_retries=a.health_retries,
         )
         dev = [t.id for held in self.data.held.values() for t in list(held)[: a.dev_per_set]]
         runner = self.runner
@@ -1153,6 +1154,13 @@ def arguments() -> argparse.ArgumentParser:
     )
     p.add_argument("--health-every", type=int, default=None)
     p.add_argument("--health-margin", type=float, default=GRPO_RECIPE.health_margin)
+    p.add_argument(
+        "--health-retries",
+        type=int,
+        default=GRPO_RECIPE.health_retries,
+        help="GRPOConfig.health_retries: failed checks GRPO goes on from, back at the last weights "
+        "that passed, before one stops it",
+    )
     p.add_argument(
         "--dev-per-set", type=int, default=None, help="held-out questions per set in the GRPO curve"
     )

@@ -185,6 +185,11 @@ class GRPOConfig(TrainConfig):
     health_questions: int = 0
     health_every: int = 4
     health_margin: float = 0.25
+    # > 0: a failed check rolls the weights back to the last passed check (the optimizer's moments
+    # cleared) and GRPO goes on with the next steps' fresh samples, at most this many times; the
+    # next failure, or one at the last step, stops it. A stop turns one bad early draw into a gain
+    # of 0: seed 1 on another CPU looped by step 4 where the same seed had not (session 49)
+    health_retries: int = 0
     curriculum: bool = False  # retire always/never-solved questions and top the pool up
     probe_questions: int = 0  # > 0: first sample this many training questions from the starting
     # weights; their pass rates start the curriculum on the ones sometimes solved (needs curriculum)
@@ -290,6 +295,7 @@ class GRPOConfig(TrainConfig):
             dev_every=self.dev_every,
             question_rollouts=self.question_rollouts,
             health_questions=self.health_questions,
+            health_retries=self.health_retries,
         )
         at_least(type(self).__name__, 1, health_every=self.health_every)
         if not 0.0 <= self.health_margin < 1.0:

@@ -7,7 +7,8 @@ questions a step, and a seed that recovered showed as many unanswered ones (9 of
 steps) as one that collapsed. So a fixed draw of training questions is played greedily, as the
 held-out evals play, before step 1 and every `GRPOConfig.health_every` steps; where the share
 left unanswered has risen more than `health_margin` over the starting weights', the trainable
-weights go back to those of the last check that passed and the run stops there.
+weights go back to those of the last check that passed and the run stops there; under
+`health_retries` it goes on from them instead, that many times at most.
 """
 
 from __future__ import annotations
@@ -33,10 +34,18 @@ class Health:
     kept_step: int
     kept: dict[str, torch.Tensor] = field(repr=False)
     stopped_at: int | None = None  # the step whose check failed
+    rolled_back: list[int] = field(
+        default_factory=list
+    )  # steps whose failed check GRPO went on from
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps (the weights are the checkpoint's own)."""
-        return {"base": self.base, "kept_step": self.kept_step, "stopped_at": self.stopped_at}
+        return {
+            "base": self.base,
+            "kept_step": self.kept_step,
+            "stopped_at": self.stopped_at,
+            "rolled_back": self.rolled_back,
+        }
 
 
 def health_questions(cfg: GRPOConfig, task_ids: Sequence[str]) -> list[str]:
@@ -95,7 +104,8 @@ def start(
     if state:
         stopped = state["stopped_at"]
         kept_step = state["kept_step"] if stopped is not None else step
-        return Health(questions, state["base"], kept_step, trainable(model), stopped)
+        rolled_back = list(state.get("rolled_back", []))  # absent from older checkpoints
+        return Health(questions, state["base"], kept_step, trainable(model), stopped, rolled_back)
     base = check(sampler, model, questions, _seed(cfg), run, step)["health_unanswered"]
     return Health(questions, base, step, trainable(model))
 
@@ -107,14 +117,21 @@ def after_step(
     model: torch.nn.Module,
     run: RunDir,
     done: int,
+    last: bool,
 ) -> dict[str, float]:
     """Check the weights after step `done`: passed, they become the kept ones; failed, the model
-    goes back to the kept ones and `health.stopped_at` is set. The check's figures, to log."""
+    goes back to the kept ones and either `health.stopped_at` is set or, with a retry left and
+    steps to come (not `last`), `done` joins `health.rolled_back` and the caller clears the
+    optimizer's moments. The check's figures, to log."""
     figures = check(sampler, model, health.questions, _seed(cfg), run, done)
     figures["health_base"] = health.base
     if figures["health_unanswered"] - health.base > cfg.health_margin:
         restore(model, health.kept)
-        health.stopped_at = done
+        if not last and len(health.rolled_back) < cfg.health_retries:
+            health.rolled_back.append(done)
+            figures["health_rolled_back"] = float(len(health.rolled_back))
+        else:
+            health.stopped_at = done
         figures["health_kept_step"] = float(health.kept_step)
     else:
         health.kept, health.kept_step = trainable(model), done

@@ -34,10 +34,11 @@ def run(
     steps: int,
     deadline: float | None = None,
     collapse_at: int | None = None,
+    recover_at: int | None = None,
     **fields: object,
 ) -> GRPOResult:
     """`collapse_at`: greedy episodes (the collapse guard's checks) from that check on, counted
-    from 0, go unanswered. `fields` override the config's."""
+    from 0, go unanswered, until check `recover_at` (None: never). `fields` override the config's."""
     cfg = GRPOConfig(
         output_dir=str(out),
         seed=3,
@@ -67,7 +68,11 @@ def run(
         }
         with (out / f"rank-{rank}.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")
-        gone = temperature == 0 and collapse_at is not None and checks >= collapse_at
+        gone = (
+            temperature == 0
+            and collapse_at is not None
+            and collapse_at <= checks < (recover_at if recover_at is not None else checks + 1)
+        )
         checks += temperature == 0
         policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
         step_seed = seed // 1_000  # drop the rank (see the module docstring)

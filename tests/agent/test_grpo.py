@@ -485,6 +485,38 @@ def test_the_collapse_guard_stops_grpo_at_the_weights_of_its_last_passed_check(t
     assert [r.get("health_unanswered") for r in healthy.history] == [None, 0.0, 0.0]
 
 
+def test_with_retries_the_collapse_guard_goes_on_from_its_last_passed_check(tmp_path):
+    from transformers import Qwen2ForCausalLM
+
+    from agent.rollout.model_server import weights_sha256
+    from agent.train.loop import read_metrics
+
+    guard = {"health_questions": 4, "health_every": 2, "health_retries": 1}
+    # checks before step 1 and after steps 2, 4 and 6; only the one after step 4 fails
+    res = grpo_worker.run(tmp_path / "r", steps=6, collapse_at=2, recover_at=3, **guard)
+    assert res.steps == res.kept_step == 6
+    calls = [json.loads(x) for x in (tmp_path / "r" / "rank-0.jsonl").read_text().splitlines()]
+    checked = [c["weights"] for c in calls if c["temperature"] == 0]
+    after = [c["weights"] for c in calls if c["temperature"] > 0]  # steps 1-6's rollouts
+    assert len(checked) == 4 and len(after) == 6
+    assert after[4] == checked[1]  # step 5 sampled from step 2's weights, not step 4's
+    assert after[4] != checked[2]
+    logged = read_metrics(tmp_path / "r" / "metrics.jsonl")
+    assert logged[3]["health_rolled_back"] == 1.0 and logged[3]["health_kept_step"] == 2
+    assert [r.get("health_unanswered") for r in logged] == [None, 0.0, None, 1.0, None, 0.0]
+    final = Qwen2ForCausalLM.from_pretrained(res.final_dir)
+    assert weights_sha256(final) == checked[3]  # step 6's weights, which passed
+    # retries spent, the next failure stops it at the last weights that passed
+    stop = grpo_worker.run(tmp_path / "s", steps=6, collapse_at=2, **guard)
+    assert stop.steps == 6 and stop.kept_step == 2
+    assert "health_rolled_back" not in stop.history[-1] and stop.history[3]["health_rolled_back"]
+    # a failure at the last step stops it there, a retry left or not
+    late = grpo_worker.run(tmp_path / "l", steps=4, collapse_at=2, **guard)
+    assert late.steps == 4 and late.kept_step == 2
+    with pytest.raises(ConfigError, match="health_retries"):
+        GRPOConfig(health_questions=4, health_retries=-1)
+
+
 def test_the_collapse_guard_checks_the_weights_a_deadline_ends_on(tmp_path):
     guard = {"health_questions": 4, "health_every": 4}
     # the deadline ends the run after step 1, between two scheduled checks: its check fails
