@@ -961,15 +961,11 @@ def table(summary: dict) -> str:
             )
     grpo = summary["stages"]["grpo"]
     none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports
-    why = {  # the searching target's figure, and why episodes ran no search
-        "grpo_searches_at_least_once_an_episode": f" ({grpo['search_calls']:.3f} an episode"
-        + (
-            f"; episodes without one: {none[0]:.3f} after a call the env did not run, "
-            f"{none[1]:.3f} without a call)"
-            if None not in none
-            else ")"
-        )
-    }
+    searching = f" ({grpo['search_calls']:.3f} an episode"  # and why episodes ran no search
+    if None not in none:
+        searching += f"; episodes without one: {none[0]:.3f} after a call the env did not run, "
+        searching += f"{none[1]:.3f} without a call"
+    why = {"grpo_searches_at_least_once_an_episode": searching + ")"}
     lines.append("\nthe learning issue's targets:")
     for name, met in summary["targets"].items():
         if isinstance(met, dict):

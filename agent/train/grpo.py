@@ -808,11 +808,12 @@ def train_grpo(
         if r.health is not None and (done % cfg.health_every == 0 or last):
             t_health = time.perf_counter()
             unwrapped = r.accelerator.unwrap_model(r.model)
-            rolled = len(r.health.rolled_back)
-            record.update(health.after_step(r.health, cfg, sampler, unwrapped, r.run, done, last))
-            if len(r.health.rolled_back) > rolled:  # going on from the kept weights
+            figures = health.after_step(r.health, cfg, sampler, unwrapped, r.run, done, last)
+            record.update(figures)
+            went_on = "health_rolled_back" in figures  # from the kept weights
+            if went_on:
                 r.optimizer.optimizer.state.clear()  # not the drift's momentum
-            if (r.stopped or len(r.health.rolled_back) > rolled) and r.sync is not None:
+            if (r.stopped or went_on) and r.sync is not None:
                 r.sync.push(r.model, done)  # the server samples the weights restored
             record["time_health"] = time.perf_counter() - t_health
         record["time_step"] = (

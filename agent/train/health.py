@@ -34,9 +34,8 @@ class Health:
     kept_step: int
     kept: dict[str, torch.Tensor] = field(repr=False)
     stopped_at: int | None = None  # the step whose check failed
-    rolled_back: list[int] = field(
-        default_factory=list
-    )  # steps whose failed check GRPO went on from
+    # the steps whose failed check GRPO went on from (`GRPOConfig.health_retries`)
+    rolled_back: list[int] = field(default_factory=list)
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps (the weights are the checkpoint's own)."""
