@@ -135,6 +135,8 @@ GRPO_CURVE = (
     "malformed_share",
     "health_unanswered",
     "health_reward",
+    "health_rolled_back",  # a failed check that went back to health_kept_step's weights
+    "health_kept_step",
     "loss",
 )
 
@@ -917,17 +919,29 @@ def plot(runs: list[dict], png: Path) -> None:
             color=line.get_color(),
             label=f"seed {r['seed']}: EM, SFT -> GRPO",
         )
-        axes[1].plot(
+        (line,) = axes[1].plot(
             [c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']}"
         )
+        for step, back_to in rollbacks(r):
+            axes[1].axvspan(back_to, step, color=line.get_color(), alpha=0.12, lw=0)
     axes[0].set_title("held-out reward over GRPO steps")
-    axes[1].set_title("training reward over GRPO steps")
+    axes[1].set_title("training reward (shaded: steps a rollback undid)")
     for ax in axes:
         ax.set_xlabel("GRPO step")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=100)
     plt.close(fig)
+
+
+def rollbacks(run: dict) -> list[tuple[int, int]]:
+    """(step, step gone back to) for each check the collapse guard failed and GRPO went on from
+    the weights of its last check passed (`--health-retries`)."""
+    return [
+        (c["step"], int(c["health_kept_step"]))
+        for c in run["grpo_curve"]
+        if "health_rolled_back" in c
+    ]
 
 
 def verdict(met: bool | None) -> str:
@@ -1546,6 +1560,11 @@ def report(
             f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "
             f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
         )
+        for step, back_to in rollbacks(r):
+            print(
+                f"seed {r['seed']}: the collapse guard failed step {step}'s check; GRPO went on "
+                f"from step {back_to}'s weights"
+            )
         kept = r.get("grpo_kept_step", r["grpo_steps_run"])
         if kept != r["grpo_steps_run"]:
             print(

@@ -444,3 +444,21 @@ def test_each_seed_records_the_machine_its_weights_came_from() -> None:
     assert seen["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert seen["threads"] == torch.get_num_threads() and seen["torch"] == torch.__version__
     assert isinstance(seen["device"], str) and seen["device"]
+
+
+def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
+    """A check that failed and went on is told from one that stopped GRPO, and both from a pass:
+    the report says which steps a rollback undid."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    figures = {"health_unanswered": 0.1, "health_reward": 0.0}
+    curve = [
+        {"step": 4, "reward": 0.0, **figures, "health_rolled_back": 1.0, "health_kept_step": 0.0},
+        {"step": 8, "reward": 0.1, **figures},
+        {"step": 12, "reward": 0.2, **figures, "health_rolled_back": 2.0, "health_kept_step": 8.0},
+        {"step": 16, "reward": 0.0, **figures, "health_kept_step": 8.0},  # the stop
+    ]
+    logged = [{**c, "time_health": 90.0} for c in curve]
+    kept = [{k: r[k] for k in bench["GRPO_CURVE"] if k in r} for r in logged]
+    assert kept == curve  # the bench keeps what the guard logged
+    assert bench["rollbacks"]({"grpo_curve": kept}) == [(4, 0), (12, 8)]
+    assert bench["rollbacks"]({"grpo_curve": kept[1:2]}) == []
