@@ -134,6 +134,7 @@ GRPO_CURVE = (
     "answered_share",
     "malformed_share",
     "health_unanswered",
+    "health_unsearched",
     "health_reward",
     "health_rolled_back",  # a failed check that went back to health_kept_step's weights
     "health_kept_step",

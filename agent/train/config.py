@@ -179,9 +179,9 @@ class GRPOConfig(TrainConfig):
     dev_every: int = 10  # steps between dev evaluations (0 = never)
     dev_k: int = 4  # samples per dev question for pass@k
     # the collapse guard (agent.train.health): > 0 plays this many training questions greedily
-    # before step 1 and every health_every steps; where the share left unanswered has risen by
-    # more than health_margin over the starting weights', the run stops and keeps the weights of
-    # its last healthy check
+    # before step 1 and every health_every steps; where the share left unanswered, or the share
+    # without a search, has risen by more than health_margin over the starting weights', the run
+    # stops and keeps the weights of its last healthy check
     health_questions: int = 0
     health_every: int = 4
     health_margin: float = 0.25

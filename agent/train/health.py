@@ -1,14 +1,17 @@
-"""The collapse guard: GRPO stops, keeping its last healthy weights, when the policy stops answering.
+"""The collapse guard: GRPO stops, keeping its last healthy weights, when the policy stops
+answering or stops searching.
 
 GRPO on a small CPU policy can drift into a loop of tool calls that never answers (seed 2 in
 sessions 22, 38 and 39: up to 51 of 120 greedy held-out episodes unanswered, against ~3 after
-SFT). The training rollouts cannot tell that drift from a passing bad group: 16 rollouts of two
-questions a step, and a seed that recovered showed as many unanswered ones (9 of 32 over two
-steps) as one that collapsed. So a fixed draw of training questions is played greedily, as the
-held-out evals play, before step 1 and every `GRPOConfig.health_every` steps; where the share
-left unanswered has risen more than `health_margin` over the starting weights', the trainable
-weights go back to those of the last check that passed and the run stops there; under
-`health_retries` it goes on from them instead, that many times at most.
+SFT), or into answering at once from what it remembers (seed 1 in session 50: 13 of 16 greedy
+episodes without a search after step 28, against 1 after SFT, while every one answered). The
+training rollouts cannot tell that drift from a passing bad group: 16 rollouts of two questions
+a step, and a seed that recovered showed as many unanswered ones (9 of 32 over two steps) as one
+that collapsed. So a fixed draw of training questions is played greedily, as the held-out evals
+play, before step 1 and every `GRPOConfig.health_every` steps; where the share left unanswered,
+or the share that ran no search, has risen more than `health_margin` over the starting weights',
+the trainable weights go back to those of the last check that passed and the run stops there;
+under `health_retries` it goes on from them instead, that many times at most.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from agent.train.loop import RunDir, global_sum
 
 @dataclass
 class Health:
-    """The guard's state: its questions, the starting weights' unanswered share, and the weights
-    (trainable parameters, on the CPU) of the last check that passed."""
+    """The guard's state: its questions, the starting weights' unanswered and unsearched shares,
+    and the weights (trainable parameters, on the CPU) of the last check that passed."""
 
     questions: list[str]
     base: float
+    # None: resumed from a checkpoint written before the guard watched searching
+    base_unsearched: float | None
     kept_step: int
     kept: dict[str, torch.Tensor] = field(repr=False)
     stopped_at: int | None = None  # the step whose check failed
@@ -41,6 +46,7 @@ class Health:
         """What a checkpoint keeps (the weights are the checkpoint's own)."""
         return {
             "base": self.base,
+            "base_unsearched": self.base_unsearched,
             "kept_step": self.kept_step,
             "stopped_at": self.stopped_at,
             "rolled_back": self.rolled_back,
@@ -61,16 +67,24 @@ def check(
     step: int,
 ) -> dict[str, float]:
     """Greedy episodes of `questions` (each process a shard, kept in the run folder's
-    `health/step-N.rankR.jsonl`): the share unanswered, and their mean reward."""
+    `health/step-N.rankR.jsonl`): the share unanswered, the share that wrote no search call (run
+    or refused), and their mean reward."""
     accelerator = run.accelerator
     rank, world = accelerator.process_index, accelerator.num_processes
     mine = list(questions)[rank::world]
     trajs = sampler(model, mine, 1, seed, 0.0) if mine else []
     run.rollouts(step, trajs, "health")
     unanswered = global_sum(accelerator, float(sum(t.answer is None for t in trajs)))
+    unsearched = global_sum(
+        accelerator, float(sum(all("search" not in u.tool_calls for u in t.turns) for t in trajs))
+    )
     reward = global_sum(accelerator, sum(t.reward for t in trajs))
     n = len(questions)
-    return {"health_unanswered": unanswered / n, "health_reward": reward / n}
+    return {
+        "health_unanswered": unanswered / n,
+        "health_unsearched": unsearched / n,
+        "health_reward": reward / n,
+    }
 
 
 def trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -103,10 +117,19 @@ def start(
     if state:
         stopped = state["stopped_at"]
         kept_step = state["kept_step"] if stopped is not None else step
-        rolled_back = list(state.get("rolled_back", []))  # absent from older checkpoints
-        return Health(questions, state["base"], kept_step, trainable(model), stopped, rolled_back)
-    base = check(sampler, model, questions, _seed(cfg), run, step)["health_unanswered"]
-    return Health(questions, base, step, trainable(model))
+        return Health(
+            questions,
+            state["base"],
+            state.get("base_unsearched"),  # absent from older checkpoints, as is rolled_back
+            kept_step,
+            trainable(model),
+            stopped,
+            list(state.get("rolled_back", [])),
+        )
+    base = check(sampler, model, questions, _seed(cfg), run, step)
+    return Health(
+        questions, base["health_unanswered"], base["health_unsearched"], step, trainable(model)
+    )
 
 
 def after_step(
@@ -124,7 +147,11 @@ def after_step(
     optimizer's moments. The check's figures, to log."""
     figures = check(sampler, model, health.questions, _seed(cfg), run, done)
     figures["health_base"] = health.base
-    if figures["health_unanswered"] - health.base > cfg.health_margin:
+    rose = figures["health_unanswered"] - health.base > cfg.health_margin
+    if health.base_unsearched is not None:
+        figures["health_base_unsearched"] = health.base_unsearched
+        rose |= figures["health_unsearched"] - health.base_unsearched > cfg.health_margin
+    if rose:
         restore(model, health.kept)
         if not last and len(health.rolled_back) < cfg.health_retries:
             health.rolled_back.append(done)

@@ -35,10 +35,12 @@ def run(
     deadline: float | None = None,
     collapse_at: int | None = None,
     recover_at: int | None = None,
+    quiet_at: int | None = None,
     **fields: object,
 ) -> GRPOResult:
     """`collapse_at`: greedy episodes (the collapse guard's checks) from that check on, counted
-    from 0, go unanswered, until check `recover_at` (None: never). `fields` override the config's."""
+    from 0, go unanswered, until check `recover_at` (None: never); before check `quiet_at` (None:
+    always) each writes a search call, from it on none. `fields` override the config's."""
     cfg = GRPOConfig(
         output_dir=str(out),
         seed=3,
@@ -73,6 +75,9 @@ def run(
             and collapse_at is not None
             and collapse_at <= checks < (recover_at if recover_at is not None else checks + 1)
         )
+        searched = (
+            ("search",) if temperature == 0 and (quiet_at is None or checks < quiet_at) else ()
+        )
         checks += temperature == 0
         policy = TransformersPolicy(tok, model, sampling=SamplingConfig(temperature=temperature))
         step_seed = seed // 1_000  # drop the rank (see the module docstring)
@@ -91,7 +96,14 @@ def run(
                         seed=seeds[j],
                         policy="tiny",
                         prompt_ids=prompt,
-                        turns=(Turn(text=tok.decode(ids), ids=tuple(ids), logprobs=tuple(lps)),),
+                        turns=(
+                            Turn(
+                                text=tok.decode(ids),
+                                ids=tuple(ids),
+                                logprobs=tuple(lps),
+                                tool_calls=searched,
+                            ),
+                        ),
                         answer=None if gone else str(ids[0]),
                         reward=float(ids[0] % 2 == 0),
                         terminated=True,

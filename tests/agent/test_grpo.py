@@ -517,6 +517,29 @@ def test_with_retries_the_collapse_guard_goes_on_from_its_last_passed_check(tmp_
         GRPOConfig(health_questions=4, health_retries=-1)
 
 
+def test_the_collapse_guard_stops_grpo_when_the_policy_stops_searching(tmp_path):
+    """Answering every question from memory is a collapse too: session 50's seed 1 answered all
+    16 checks' questions at step 28, 3 of them after a search (SFT: 15)."""
+    from agent.train import health
+    from agent.train.loop import read_metrics
+
+    guard = {"health_questions": 4, "health_every": 2}
+    # checks before step 1 and after steps 2 and 4: the third writes no search call, all answered
+    res = grpo_worker.run(tmp_path / "q", steps=6, quiet_at=2, **guard)
+    assert res.steps == 4 and res.kept_step == 2
+    logged = read_metrics(tmp_path / "q" / "metrics.jsonl")
+    assert [r.get("health_unanswered") for r in logged] == [None, 0.0, None, 0.0]
+    assert [r.get("health_unsearched") for r in logged] == [None, 0.0, None, 1.0]
+    assert logged[-1]["health_base_unsearched"] == 0.0 and logged[-1]["health_kept_step"] == 2
+    # a checkpoint written before the guard watched searching resumes watching answers alone
+    old = {"base": 0.1, "kept_step": 4, "stopped_at": None}
+    model = torch.nn.Linear(2, 2)
+    cfg = GRPOConfig(health_questions=4)
+    resumed = health.start(cfg, None, model, ["q0"], None, 4, old)  # type: ignore[arg-type]
+    assert resumed.base_unsearched is None and resumed.rolled_back == []
+    assert resumed.state_dict()["base_unsearched"] is None
+
+
 def test_the_collapse_guard_checks_the_weights_a_deadline_ends_on(tmp_path):
     guard = {"health_questions": 4, "health_every": 4}
     # the deadline ends the run after step 1, between two scheduled checks: its check fails
