@@ -133,6 +133,7 @@ GRPO_CURVE = (
     "tool_calls",
     "answered_share",
     "malformed_share",
+    "unsearched_share",
     "health_unanswered",
     "health_unsearched",
     "health_reward",
@@ -515,6 +516,7 @@ class Bench:
             retrieval_bonus=a.retrieval_bonus,
             echo_penalty=a.echo_penalty,
             malformed_penalty=a.malformed_penalty,
+            unsearched_penalty=a.unsearched_penalty,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -1095,6 +1097,13 @@ def arguments() -> argparse.ArgumentParser:
         default=GRPO_RECIPE.malformed_penalty,
         help="GRPOConfig.malformed_penalty: subtracted from a rollout that made a call the env "
         "could not run as written (seed 2's collapse began as visits without a URL, answered after)",
+    )
+    p.add_argument(
+        "--unsearched-penalty",
+        type=float,
+        default=GRPO_RECIPE.unsearched_penalty,
+        help="GRPOConfig.unsearched_penalty: subtracted from a rollout played from the question "
+        "that answered without a search call (seed 1 drifted into answering from memory, session 50)",
     )
     p.add_argument(
         "--kl-coef",

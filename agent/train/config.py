@@ -173,6 +173,10 @@ class GRPOConfig(TrainConfig):
     # not run as written (metrics["malformed"]: `visit {"query": ...}`): answered after one, it
     # earned as much as a clean wrong answer and more than the loop it leads to, and seed 2 drifted
     # into that loop in sessions 22 and 38-40
+    unsearched_penalty: float = 0.0  # subtracted from a rollout played from the question that
+    # answered without a search call: paid nothing under grounded_only, as a search that finds
+    # nothing is, it cost nothing either, and seed 1 drifted into answering from memory by step 28
+    # (session 50: 0.08 searches an episode held out)
     entropy_coef: float = 0.0  # entropy bonus; logged either way, off by default as in the paper
     shared_prefix: bool = True  # a question's rows run past the prefix they share (prompt, teacher
     # turns), whose forward and backward run once per group (agent.train.prefix; one process only)
@@ -291,6 +295,7 @@ class GRPOConfig(TrainConfig):
             retrieval_bonus=self.retrieval_bonus,
             echo_penalty=self.echo_penalty,
             malformed_penalty=self.malformed_penalty,
+            unsearched_penalty=self.unsearched_penalty,
             entropy_coef=self.entropy_coef,
             dev_every=self.dev_every,
             question_rollouts=self.question_rollouts,

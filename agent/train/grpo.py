@@ -61,6 +61,7 @@ CURVES = (
     "dev_pass@1",
     "dev_pass@k",
     "health_unanswered",
+    "health_unsearched",
     "entropy",
     "response_tokens",
     "turns",
@@ -70,6 +71,7 @@ CURVES = (
     "retrieved_share",
     "echo_share",
     "malformed_share",
+    "unsearched_share",
     "adv_std",
     "grad_norm",
     "loss",
@@ -125,6 +127,7 @@ def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
         "retrieved_share": sum(t.metrics.get("retrieved", 0.0) for t in trajs),
         "echo_share": float(sum(echoed(t) for t in trajs if "echo" in t.metrics)),
         "malformed_share": float(sum(malformed(t) for t in trajs if "malformed" in t.metrics)),
+        "unsearched_share": float(sum(map(unsearched, trajs))),
     }
 
 
@@ -168,6 +171,17 @@ def malformed(t: Trajectory) -> bool:
     return bool(_marked(t, "malformed", "malformed_penalty"))
 
 
+def unsearched(t: Trajectory) -> bool:
+    """Played from the question and answered without writing a search call (run or refused):
+    `GRPOConfig.unsearched_penalty` charges it and `rollout_stats` counts it. A started rollout's
+    replayed turns did its searching."""
+    return (
+        not started(t)
+        and t.answer is not None
+        and all("search" not in u.tool_calls for u in t.turns)
+    )
+
+
 def advantages_for(
     trajs: Sequence[Trajectory], cfg: GRPOConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,6 +193,7 @@ def advantages_for(
         (cfg.retrieval_bonus, _retrieval_paid),
         (-cfg.echo_penalty, echoed),
         (-cfg.malformed_penalty, malformed),
+        (-cfg.unsearched_penalty, unsearched),
     ):
         if coef:
             rewards = rewards + coef * torch.tensor(

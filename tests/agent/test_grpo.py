@@ -24,6 +24,7 @@ from agent.train.grpo import (
     probe_start,
     rollout_stats,
     sample_pass_rates,
+    unsearched,
 )
 from agent.train.loop import collate, make_accelerator, make_optimizer
 from agent.train.losses import (
@@ -210,6 +211,28 @@ def test_malformed_penalty_charges_a_rollout_that_made_a_call_the_env_could_not_
         )
     with pytest.raises(ConfigError, match="malformed_penalty"):
         GRPOConfig(output_dir=str(tmp_path), malformed_penalty=-0.1)
+
+
+def test_unsearched_penalty_charges_an_answer_given_without_a_search(tok, tmp_path):
+    # a right answer after a search; a wrong one without a search; the same, started from a
+    # replayed search; a wrong answer after a search
+    trajs = group(tok, [1.0, 0.0, 0.0, 0.0])
+    answer_only = trajs[1].turns[1:]
+    trajs[1] = dataclasses.replace(trajs[1], turns=answer_only)
+    replayed = dataclasses.replace(trajs[2].turns[0], forced=True)
+    trajs[2] = dataclasses.replace(trajs[2], turns=(replayed, *trajs[2].turns[1:]))
+    assert [unsearched(t) for t in trajs] == [False, True, False, False]
+    assert rollout_stats(trajs)["unsearched_share"] == 1.0
+    cfg = GRPOConfig(output_dir=str(tmp_path), group_size=4, cpu=True)
+    charged, _ = advantages_for(trajs, dataclasses.replace(cfg, unsearched_penalty=0.1))
+    rewards = torch.tensor([1.0, -0.1, 0.0, 0.0])
+    assert torch.allclose(charged, (rewards - rewards.mean()) * 4 / 3)
+    # an unanswered rollout is the format penalty's, not this one's
+    cut = group(tok, [0.0, 0.0, 0.0, 0.0], truncated=(0,))
+    cut[0] = dataclasses.replace(cut[0], turns=cut[0].turns[1:])
+    assert not unsearched(cut[0])
+    with pytest.raises(ConfigError, match="unsearched_penalty"):
+        GRPOConfig(output_dir=str(tmp_path), unsearched_penalty=-0.1)
 
 
 def test_observation_and_excluded_tokens_get_exactly_zero_gradient(tok):
