@@ -61,6 +61,10 @@ class Trajectory:
             ids += t.observation_ids
         return ids
 
+    def called(self, tool: str) -> bool:
+        """Wrote a call to `tool` in some turn, whether the env ran it or refused it."""
+        return any(tool in t.tool_calls for t in self.turns)
+
     def loss_mask(self) -> list[int]:
         """1 on the policy's own tokens, 0 on prompt, observation and forced tokens and turns."""
         mask = [0] * len(self.prompt_ids)

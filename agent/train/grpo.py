@@ -175,11 +175,7 @@ def unsearched(t: Trajectory) -> bool:
     """Played from the question and answered without writing a search call (run or refused):
     `GRPOConfig.unsearched_penalty` charges it and `rollout_stats` counts it. A started rollout's
     replayed turns did its searching."""
-    return (
-        not started(t)
-        and t.answer is not None
-        and all("search" not in u.tool_calls for u in t.turns)
-    )
+    return not started(t) and t.answer is not None and not t.called("search")
 
 
 def advantages_for(

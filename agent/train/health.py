@@ -75,9 +75,7 @@ def check(
     trajs = sampler(model, mine, 1, seed, 0.0) if mine else []
     run.rollouts(step, trajs, "health")
     unanswered = global_sum(accelerator, float(sum(t.answer is None for t in trajs)))
-    unsearched = global_sum(
-        accelerator, float(sum(all("search" not in u.tool_calls for u in t.turns) for t in trajs))
-    )
+    unsearched = global_sum(accelerator, float(sum(not t.called("search") for t in trajs)))
     reward = global_sum(accelerator, sum(t.reward for t in trajs))
     n = len(questions)
     return {
