@@ -41,7 +41,7 @@ def well_formed_correct(t: Trajectory, min_reward: float = 1.0) -> bool:
         and not t.truncated
         and t.answer is not None
         and t.reward >= min_reward
-        and all("?" not in u.tool_calls for u in t.turns)
+        and not t.called("?")
     )
 
 
