@@ -495,6 +495,9 @@ class Bench:
         deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())
         stage = self.reused_sft(seed, res) if a.sft_from else self.sft(seed, tok, out, res)
+        if a.sft_only:
+            res["checkpoints"] = {"sft": stage.final_dir}
+            return res
         train_ids = stage.candidates
         res["grpo_candidates"] = len(train_ids)
         t0 = time.perf_counter()
@@ -1225,6 +1228,12 @@ def arguments() -> argparse.ArgumentParser:
         "weights and SFT evals this run reuses: GRPO ablations from one SFT (its SFT and eval "
         "flags must be this run's)",
     )
+    p.add_argument(
+        "--sft-only",
+        action="store_true",
+        help="stop each seed after its SFT and SFT eval and write only the folder `--sft-from` "
+        "reads: one SFT for the GRPO runs of later processes, no report",
+    )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
         "--combine",
@@ -1253,6 +1262,8 @@ def arguments() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = arguments().parse_args()
+    if args.sft_only and args.sft_from:
+        raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
     quick = {
         "seeds": [0],
         "eval_limit": 4,
@@ -1350,6 +1361,9 @@ def main() -> None:
         runs.append(bench.seed(seed, untrained, len(args.seeds) - i))
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
         (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
+    if args.sft_only:
+        print(f"wrote {bench.out}: its seeds' SFT, for GRPO with --sft-from {bench.out}")
+        return
     if untrained is None:  # a part of a side-by-side run: --combine reports it with the others
         part = {
             **partial,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.rollout.trajectory import Trajectory, Turn
+from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.paths import REPO_ROOT
 
@@ -362,8 +362,6 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
 
 def _earlier_run(root: Path, args: dict, seeds: tuple[int, ...], eval_trajs: list) -> None:
     """An earlier learn_agent run's folder as `--sft-from` reads it."""
-    from agent.rollout.trajectory import write_trajectories
-
     runs = []
     for seed in seeds:
         src = root / f"seed{seed}"
@@ -462,3 +460,59 @@ def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
     assert kept == curve  # the bench keeps what the guard logged
     assert bench["rollbacks"]({"grpo_curve": kept}) == [(4, 0), (12, 8)]
     assert bench["rollbacks"]({"grpo_curve": kept[1:2]}) == []
+
+
+def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """--sft-only: each seed stops after its SFT and SFT eval, and the run writes the
+    `partial.json` and seed folders that `--sft-from` accepts, and no report; with `--sft-from`
+    it is an error, since that run's SFT is there already."""
+    import sys
+
+    import torch
+
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    g = bench["main"].__globals__
+    results = tmp_path / "results"
+
+    class Bench:
+        seed = bench["Bench"].seed  # the real one, over this fake SFT
+
+        def __init__(self, args, data, out) -> None:
+            self.args, self.out, self.device = args, out, "cpu"
+            self.started = 0.0
+
+        def references(self, untrained: bool) -> tuple[dict, None, dict]:
+            return {}, None, {}
+
+        def sft(self, seed: int, tok, out: Path, res: dict):
+            for d in ("sft/final", "sft/adapter", "eval/sft"):
+                (out / d).mkdir(parents=True)
+            write_trajectories(out / "sft_data.jsonl", [_episode("q3", "x", "a", 1.0)])
+            write_trajectories(out / "eval" / "sft" / "trajectories.jsonl", [])
+            res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {}}
+            res["time_s"] |= {"sft": 1.0, "eval sft": 1.0}
+            return bench["SFTStage"](
+                ["q3"], str(out / "sft" / "final"), out / "sft_data.jsonl", 1.0
+            )
+
+    monkeypatch.setitem(g, "Bench", Bench)
+    monkeypatch.setitem(g, "load_data", lambda limit: None)
+    monkeypatch.setitem(g, "load_local", lambda path: (None, None))
+    monkeypatch.setitem(g, "RESULTS", results)
+    threads = ["--threads", str(torch.get_num_threads())]
+    argv = ["learn_agent.py", "--sft-only", "--seeds", "0", "1", "--no-untrained", *threads]
+    monkeypatch.setattr(sys, "argv", [*argv, "--name", "bank"])
+    bench["main"]()
+    assert f"for GRPO with --sft-from {results / 'bank'}" in capsys.readouterr().out
+    assert not (results / "bank.json").exists()  # no report of a run without GRPO
+    partial = json.loads((results / "bank" / "partial.json").read_text())
+    assert [r["seed"] for r in partial["runs"]] == [0, 1]
+    assert all("grpo" not in r and "grpo_curve" not in r for r in partial["runs"])
+    later = partial["args"] | {"sft_only": False, "sft_from": str(results / "bank")}
+    assert bench["reused_run"](results / "bank", later, 1)["sft_losses"] == [0.5]
+
+    monkeypatch.setattr(sys, "argv", [*argv, "--sft-from", str(results / "bank")])
+    with pytest.raises(SystemExit, match="has its SFT already"):
+        bench["main"]()
