@@ -1232,7 +1232,7 @@ def arguments() -> argparse.ArgumentParser:
         "--sft-only",
         action="store_true",
         help="stop each seed after its SFT and SFT eval and write only the folder `--sft-from` "
-        "reads: one SFT for the GRPO runs of later processes, no report",
+        "reads: one SFT for the GRPO runs of later processes, no untrained eval, no report",
     )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
@@ -1355,7 +1355,8 @@ def main() -> None:
     data = load_data(args.eval_limit)
     shutil.rmtree(RESULTS / name, ignore_errors=True)
     bench = Bench(args, data, RESULTS / name)
-    baseline, untrained, times = bench.references(args.untrained)
+    # an SFT-only run's untrained eval would go unread: --sft-from reads no report
+    baseline, untrained, times = bench.references(args.untrained and not args.sft_only)
     runs = []
     for i, seed in enumerate(args.seeds):
         runs.append(bench.seed(seed, untrained, len(args.seeds) - i))

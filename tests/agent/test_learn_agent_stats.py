@@ -466,8 +466,8 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
     tmp_path, monkeypatch, capsys
 ) -> None:
     """--sft-only: each seed stops after its SFT and SFT eval, and the run writes the
-    `partial.json` and seed folders that `--sft-from` accepts, and no report; with `--sft-from`
-    it is an error, since that run's SFT is there already."""
+    `partial.json` and seed folders that `--sft-from` accepts, without the untrained eval or a
+    report; with `--sft-from` it is an error, since that run's SFT is there already."""
     import sys
 
     import torch
@@ -484,6 +484,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
             self.started = 0.0
 
         def references(self, untrained: bool) -> tuple[dict, None, dict]:
+            assert not untrained  # nothing would read it
             return {}, None, {}
 
         def sft(self, seed: int, tok, out: Path, res: dict):
@@ -502,7 +503,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
     monkeypatch.setitem(g, "load_local", lambda path: (None, None))
     monkeypatch.setitem(g, "RESULTS", results)
     threads = ["--threads", str(torch.get_num_threads())]
-    argv = ["learn_agent.py", "--sft-only", "--seeds", "0", "1", "--no-untrained", *threads]
+    argv = ["learn_agent.py", "--sft-only", "--seeds", "0", "1", *threads]
     monkeypatch.setattr(sys, "argv", [*argv, "--name", "bank"])
     bench["main"]()
     assert f"for GRPO with --sft-from {results / 'bank'}" in capsys.readouterr().out
