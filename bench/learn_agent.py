@@ -1264,6 +1264,8 @@ def main() -> None:
     args = arguments().parse_args()
     if args.sft_only and args.sft_from:
         raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
+    if args.sft_only and (args.combine or args.reevaluate):
+        raise SystemExit("--sft-only trains; --combine and --reevaluate report finished runs")
     quick = {
         "seeds": [0],
         "eval_limit": 4,

@@ -467,7 +467,8 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
 ) -> None:
     """--sft-only: each seed stops after its SFT and SFT eval, and the run writes the
     `partial.json` and seed folders that `--sft-from` accepts, without the untrained eval or a
-    report; with `--sft-from` it is an error, since that run's SFT is there already."""
+    report; with `--sft-from` it is an error, since that run's SFT is there already, as it is with
+    `--combine`, which reports finished runs."""
     import sys
 
     import torch
@@ -516,4 +517,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
 
     monkeypatch.setattr(sys, "argv", [*argv, "--sft-from", str(results / "bank")])
     with pytest.raises(SystemExit, match="has its SFT already"):
+        bench["main"]()
+    monkeypatch.setattr(sys, "argv", [*argv, "--combine", str(results / "bank.json")])
+    with pytest.raises(SystemExit, match="--combine and --reevaluate report finished runs"):
         bench["main"]()
