@@ -9,9 +9,9 @@ training rollouts cannot tell that drift from a passing bad group: 16 rollouts o
 a step, and a seed that recovered showed as many unanswered ones (9 of 32 over two steps) as one
 that collapsed. So a fixed draw of training questions is played greedily, as the held-out evals
 play, before step 1 and every `GRPOConfig.health_every` steps; where the share left unanswered,
-or the share that wrote no search call, has risen more than `health_margin` over the starting weights',
-the trainable weights go back to those of the last check that passed and the run stops there;
-under `health_retries` it goes on from them instead, that many times at most.
+or the share that wrote no search call, has risen more than `health_margin` over the starting
+weights', the trainable weights go back to those of the last check that passed and the run stops
+there; under `health_retries` it goes on from them instead, that many times at most.
 """
 
 from __future__ import annotations
