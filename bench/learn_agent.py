@@ -1266,9 +1266,11 @@ def main() -> None:
         raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
     if args.sft_only and (args.combine or args.reevaluate):
         raise SystemExit("--sft-only trains; --combine and --reevaluate report finished runs")
+    # within 15 minutes on 2 cores: on session 51's AMD EPYC 4 questions a set, 32 own episodes
+    # and a dev check took 19.8 (what each stage costs: docs/learning-log.md)
     quick = {
         "seeds": [0],
-        "eval_limit": 4,
+        "eval_limit": 2,  # every eval is compute-bound: its time goes with its questions
         "sft_questions": 80,  # ~30 the teacher answers: GRPO's candidates
         "samples_per_question": 2,
         "sft_steps": 16,  # at 8 (research-known teacher) the SFT policy answered without searching
@@ -1276,9 +1278,9 @@ def main() -> None:
         "grpo_steps": 2,
         "questions_per_step": 2,
         "probe_questions": 4,
-        "own_starts": 32,  # at 16, 2 started, every rollout wrong: no gradient
+        "own_starts": 16,  # 32 played (~220 s here) start 20 questions; 2 steps use 3
         "group_size": 4,
-        "dev_every": 2,  # one held-out point, after the last step: each takes ~60 s here
+        "dev_every": 0,  # the GRPO eval right after the last step is the held-out point
         "health_questions": 4,
         "health_every": 2,
         "dev_per_set": 1,

@@ -521,3 +521,20 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
     monkeypatch.setattr(sys, "argv", [*argv, "--combine", str(results / "bank.json")])
     with pytest.raises(SystemExit, match="--combine and --reevaluate report finished runs"):
         bench["main"]()
+
+
+def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tmp_path) -> None:
+    """--quick runs no dev check (its GRPO eval comes right after the last step): the held-out
+    panel then holds only the SFT -> GRPO EM line, and the plot is still written."""
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    run = {
+        "seed": 0,
+        "sft": {"bundled": {"em": 0.5, "episodes": 2}},
+        "grpo": {"bundled": {"em": 1.0, "episodes": 2}},
+        "grpo_steps_run": 2,
+        "grpo_kept_step": 2,
+        "grpo_curve": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.3}],
+    }
+    png = tmp_path / "quick.png"
+    bench["plot"]([run], png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
