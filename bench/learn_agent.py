@@ -34,7 +34,7 @@ observation, the format penalty and the KL penalty to the SFT weights. Only the 
 batches, questions, own episodes played) are the profiles' own, and GRPO's learning rate (3e-4
 for 2-question steps; the config's 2e-4 is for its 8-question ones).
 
-    .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 12.4 min on 2 cores
+    .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 14 min on 2 cores
     .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds in 2 hours on 2 cores
                                                              # (24 questions a held-out set, GRPO to a deadline)
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget (every held-out question)
@@ -999,7 +999,7 @@ def arguments() -> argparse.ArgumentParser:
     """The bench's flags; the method's defaults are configs/learn's, the sizes the profiles'."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--quick", action="store_true", help="one seed, tiny budgets (12.4 min on 2 cores)"
+        "--quick", action="store_true", help="one seed, tiny budgets (14 min on 2 cores)"
     )
     p.add_argument(
         "--profile",
@@ -1266,8 +1266,8 @@ def main() -> None:
         raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
     if args.sft_only and (args.combine or args.reevaluate):
         raise SystemExit("--sft-only trains; --combine and --reevaluate report finished runs")
-    # within 15 minutes on 2 cores: on session 51's AMD EPYC 4 questions a set, 32 own episodes
-    # and a dev check took 19.8 (what each stage costs: docs/learning-log.md)
+    # within 15 minutes on 2 cores: 13.9 on session 52's AMD EPYC, where 4 questions a set, 32 own
+    # episodes and a dev check took 19.8 (what each stage costs: docs/learning-log.md)
     quick = {
         "seeds": [0],
         "eval_limit": 2,  # every eval is compute-bound: its time goes with its questions
