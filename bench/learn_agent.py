@@ -903,6 +903,16 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
 
 
 def plot(runs: list[dict], png: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(runs)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def figure(runs: list[dict]) -> Any:
+    """Held-out reward (dev checks, where the run made any, and the stage evals) and training
+    reward over GRPO steps, each seed a colour."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -912,11 +922,11 @@ def plot(runs: list[dict], png: Path) -> None:
     for r in runs:
         curve = r["grpo_curve"]
         dev = [c for c in curve if "dev_pass@1" in c]
-        (line,) = axes[0].plot(
+        (line,) = axes[0].plot(  # a run without dev checks (--quick) gets no legend entry
             [c["step"] for c in dev],
             [c["dev_pass@1"] for c in dev],
             "o-",
-            label=f"seed {r['seed']}: dev pass@1, T=1",
+            label=f"seed {r['seed']}: dev pass@1, T=1" if dev else None,
         )
         axes[0].plot(  # the stage evals: many more questions than the dev points, greedy
             [0, r.get("grpo_kept_step", r["grpo_steps_run"]) or 0],  # the weights evaluated
@@ -936,8 +946,7 @@ def plot(runs: list[dict], png: Path) -> None:
         ax.set_xlabel("GRPO step")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    return fig
 
 
 def rollbacks(run: dict) -> list[tuple[int, int]]:

@@ -525,7 +525,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
 
 def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tmp_path) -> None:
     """--quick runs no dev check (its GRPO eval comes right after the last step): the held-out
-    panel then holds only the SFT -> GRPO EM line, and the plot is still written."""
+    panel then holds, and its legend names, only the SFT -> GRPO EM line."""
     bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
     run = {
         "seed": 0,
@@ -535,6 +535,14 @@ def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tm
         "grpo_kept_step": 2,
         "grpo_curve": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.3}],
     }
+    held_out = bench["figure"]([run]).axes[0]
+    assert held_out.get_legend_handles_labels()[1] == ["seed 0: EM, SFT -> GRPO"]
+    with_dev = {
+        **run,
+        "grpo_curve": [*run["grpo_curve"][:1], {"step": 2, "reward": 0.3, "dev_pass@1": 0.5}],
+    }
+    labels = bench["figure"]([with_dev]).axes[0].get_legend_handles_labels()[1]
+    assert labels == ["seed 0: dev pass@1, T=1", "seed 0: EM, SFT -> GRPO"]
     png = tmp_path / "quick.png"
     bench["plot"]([run], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
