@@ -69,7 +69,7 @@ import os
 import platform
 import re
 import shutil
-import statistics
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -77,11 +77,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from learn_episodes import episode_stats  # noqa: E402
+from learn_report import (  # noqa: E402
+    combined_wall,
+    report,
+    stage_times,
+)
 
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
-from agent.eval.metrics import think_closes  # noqa: E402
 from agent.eval.stats import bootstrap_mean  # noqa: E402
 from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
 from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
@@ -97,18 +103,12 @@ from agent.train.starts import OWN_EPISODES, own_start_summary  # noqa: E402
 from agent.train.teachers import (  # noqa: E402
     RESEARCH_TEACHERS,
     ResearchTeacher,
-    echoes,
-    evidence_text,
-    grounded_in,
 )
 from wikisim.env.config import EnvConfig  # noqa: E402
-from wikisim.env.reward import normalize_answer  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
 from wikisim.revision import code_revision  # noqa: E402
-from wikisim.tools.protocol import TOOL_CALL, ToolCall, parse_turn, tool_parameters  # noqa: E402
-from wikisim.tools.search import SearchTool, as_list  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HUMAN_TRAIN, HUMAN_HELD = 70, 30  # HotpotQA / MuSiQue items: first 70 train, last 30 held out
@@ -122,7 +122,6 @@ ENV = {
     k: getattr(GRPO_RECIPE.env, k)
     for k in ("index", "retriever", "search_k", "visit_tokens", "prompt", "python")
 }
-STAGES = ("untrained", "sft", "grpo")
 GRPO_CURVE = (
     "step",
     "reward",
@@ -180,121 +179,6 @@ def load_data(eval_limit: int) -> Data:
     every = {t.id: t for t in [*train, *(t for v in held_lists.values() for t in v)]}
     sources = {t.id: name for name, part in train_parts.items() for t in part}
     return Data(TaskSet(every.values(), "learn-agent"), [t.id for t in train], held, sources)
-
-
-def observed(t: Trajectory) -> list[str]:
-    """The episode's observations as evidence: tool responses, their echo of the call's arguments
-    left out."""
-    return [evidence_text(u.observation) for u in t.turns if u.observation]
-
-
-def gold_seen(t: Trajectory, tasks: TaskSet) -> bool:
-    """A gold answer was written in one of the episode's observations: whether retrieval put it
-    in front of the policy."""
-    texts = observed(t)
-    return any(grounded_in(a, texts) for a in tasks.get(t.task_id).answers)
-
-
-WRONG = ("no_answer", "echo", "misread", "unread")
-UNSEARCHED = ("tried", "skipped")
-SEARCH_PARAMETERS = tool_parameters([SearchTool(None).schema])  # type: ignore[arg-type]
-
-
-def queries(t: Trajectory) -> list[str]:
-    """The search queries of an episode's turns, as the env's one parser reads them (a call
-    with several queries gives each)."""
-    out = []
-    for u in t.turns:
-        for call in parse_turn(u.text, SEARCH_PARAMETERS).items:
-            if isinstance(call, ToolCall) and call.name == "search":  # its schema checked
-                out += as_list(call.arguments["query"])
-    return out
-
-
-def query_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict[str, float]:
-    """What the policy searches, per query: its words (normalised as answers are), the share of
-    one-word queries, and the share of a query's words that are the question's. GRPO's policies
-    were seen to wear their queries down to one stock word ("page", "place") while still
-    searching once an episode: the search count alone hides it."""
-    words, mine = [], []
-    for t in trajs:
-        question = set(normalize_answer(tasks.get(t.task_id).question).split())
-        for q in queries(t):
-            w = normalize_answer(q).split()
-            words.append(len(w))
-            mine.append(sum(x in question for x in w) / len(w) if w else 0.0)
-    return {
-        "queries": len(words) / len(trajs),
-        "query_words": statistics.mean(words) if words else 0.0,
-        "one_word_queries": statistics.mean(n <= 1 for n in words) if words else 0.0,
-        "query_in_question": statistics.mean(mine) if mine else 0.0,
-    }
-
-
-def unsearched(t: Trajectory) -> str | None:
-    """Why an episode ran no search, or None when one ran: "tried" when the policy wrote a tool
-    call the env did not run as a search (not JSON, cut by the token limit, another tool's or
-    wrong arguments), "skipped" when it wrote none. The searches-an-episode target counts
-    calls, so this says whether a shortfall is a policy that skips its tools or one that
-    misspells them."""
-    if queries(t):
-        return None
-    return "tried" if any(TOOL_CALL.open in u.text for u in t.turns) else "skipped"
-
-
-def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
-    """What a wrong answer was, read off it: none given; words of the question (echo); another
-    span of its observations (misread); neither (unread: guessed or garbled). None when right."""
-    if t.metrics.get("em", 0.0) >= 1.0:
-        return None
-    if t.answer is None or not t.answer.strip():
-        return "no_answer"
-    if echoes(t.answer, tasks.get(t.task_id).question):
-        return "echo"
-    return "misread" if grounded_in(t.answer, observed(t)) else "unread"
-
-
-def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
-    """Per-episode tool use, grounding and length; intervals are bootstraps over tasks.
-
-    `gold_seen` and `em_when_seen` split the failures: an episode whose observations never held
-    the answer failed at search; one that saw it and answered otherwise failed at reading.
-    `wrong_*` are the shares of episodes whose wrong answer was of each `wrong_kind`.
-    """
-    kinds = [wrong_kind(t, tasks) for t in trajs]
-    ids = [t.task_id for t in trajs]
-    seen = [t for t in trajs if gold_seen(t, tasks)]
-    em = [t.metrics.get("em", 0.0) for t in trajs]
-    f1 = [t.metrics.get("f1", 0.0) for t in trajs]
-    calls = [[n for u in t.turns for n in u.tool_calls] for t in trajs]
-    correct = [t for t in trajs if t.metrics.get("em", 0.0) >= 1.0]
-    answered = [t for t in trajs if t.answer is not None]
-    ci = {k: bootstrap_mean(v, ids).to_dict() for k, v in (("em", em), ("f1", f1))}
-    return {
-        "episodes": len(trajs),
-        "em": statistics.mean(em),
-        "f1": statistics.mean(f1),
-        "em_ci95": [ci["em"]["low"], ci["em"]["high"]],
-        "f1_ci95": [ci["f1"]["low"], ci["f1"]["high"]],
-        "search_calls": statistics.mean(c.count("search") for c in calls),
-        "visit_calls": statistics.mean(c.count("visit") for c in calls),
-        "malformed_calls": statistics.mean(t.metrics.get("malformed", 0.0) for t in trajs),
-        "answered": len(answered) / len(trajs),
-        "truncated": statistics.mean(float(t.truncated) for t in trajs),
-        "grounded_share_of_answers": sum(map(answer_observed, answered)) / max(len(answered), 1),
-        "grounded_share_of_correct": sum(map(answer_observed, correct)) / max(len(correct), 1),
-        "gold_seen": len(seen) / len(trajs),
-        "em_when_seen": statistics.mean(t.metrics.get("em", 0.0) for t in seen) if seen else 0.0,
-        "tokens_per_episode": statistics.mean(sum(len(u.ids) for u in t.turns) for t in trajs),
-        "think_closes": think_closes(trajs),
-        "context_tokens_per_episode": statistics.mean(len(t.token_ids()) for t in trajs),
-        **{f"wrong_{k}": kinds.count(k) / len(trajs) for k in WRONG},
-        **{
-            f"unsearched_{k}": statistics.mean(unsearched(t) == k for t in trajs)
-            for k in UNSEARCHED
-        },
-        **query_stats(trajs, tasks),
-    }
 
 
 def machine(device: str) -> dict[str, str | int]:
@@ -790,220 +674,6 @@ def cap_gpu_memory(fraction: float, device: str) -> None:
         torch.cuda.set_per_process_memory_fraction(fraction, torch.device(device).index)
 
 
-#: A share among some episodes or queries, not all: pooled over what it counts (a set with no
-#: correct answer says nothing of how grounded correct answers are, rather than 0).
-POOLED_OVER = {
-    "grounded_share_of_answers": "answered",
-    "grounded_share_of_correct": "em",
-    "em_when_seen": "gold_seen",
-    "query_words": "queries",
-    "one_word_queries": "queries",
-    "query_in_question": "queries",
-}
-
-
-def pooled(per_set: dict[str, dict], key: str) -> float:
-    """A metric over every held-out episode (sets weighted by their size), or over the episodes
-    or queries it is a share of (`POOLED_OVER`)."""
-    over = POOLED_OVER.get(key)
-    weight = {k: s["episodes"] * (s[over] if over else 1.0) for k, s in per_set.items()}
-    n = sum(weight.values())
-    return sum(s[key] * weight[k] for k, s in per_set.items() if key in s) / n if n else 0.0
-
-
-#: The held-out sets the learning issue's targets are stated on, each pooled like "pooled".
-GROUPS = {
-    "human-written": ("bundled", "hotpotqa-held", "musique-held"),
-    "synthesized": ("synth-test", "synth-dev"),
-}
-
-
-def summarize(runs: list[dict], baseline: dict) -> dict:
-    """Per held-out set, per group of sets (`GROUPS`) and pooled: each stage's means over the
-    seeds, the gains with their spread, and the issue's targets judged on them."""
-    keys = (
-        "em",
-        "f1",
-        "pass@1",
-        "search_calls",
-        "visit_calls",
-        "malformed_calls",
-        "grounded_share_of_correct",
-        "gold_seen",
-        "em_when_seen",
-        "tokens_per_episode",
-        *(f"wrong_{k}" for k in WRONG),
-        *(f"unsearched_{k}" for k in UNSEARCHED),
-        "query_words",
-        "one_word_queries",
-        "query_in_question",
-    )
-    sets = list(baseline)
-    members = {
-        **{s: (s,) for s in sets},
-        **{g: m for g, m in GROUPS.items() if set(m) <= set(sets)},
-        "pooled": tuple(sets),
-    }
-
-    def figure(per_set: dict[str, dict], held: str, k: str) -> float | None:
-        """One set's figure, or a group's pooled over its sets; None where a set lacks it."""
-        sub = {s: per_set[s] for s in members[held]}
-        if not all(k in v for v in sub.values()):
-            return None
-        return sub[held][k] if held in sets else pooled(sub, k)
-
-    out: dict = {"per_set": {}, "stages": {}, "targets": {}}
-    for held in members:
-        row: dict = {"search-answer": {"em": figure(baseline, held, "em")}}
-        for stage in STAGES:
-            vals: dict[str, Any] = {}
-            for k in keys:
-                per_seed = [v for r in runs if (v := figure(r[stage], held, k)) is not None]
-                if per_seed:
-                    vals[k] = statistics.mean(per_seed)
-                    vals[f"{k}_per_seed"] = per_seed
-            if held in sets:
-                vals["em_ci95_seed0"] = runs[0][stage][held]["em_ci95"]
-            row[stage] = vals
-        for a, b in (("untrained", "sft"), ("sft", "grpo")):
-            gains = [
-                x - y for x, y in zip(row[b]["em_per_seed"], row[a]["em_per_seed"], strict=True)
-            ]
-            row[f"gain {a}->{b}"] = {
-                "mean": statistics.mean(gains),
-                "per_seed": gains,
-                "spread": max(gains) - min(gains),
-            }
-        out["per_set"][held] = row
-    for g in GROUPS:
-        if g in out["per_set"]:
-            row = out["per_set"][g]
-            out["targets"][g] = {
-                "grpo_beats_search_answer": row["grpo"]["em"] > row["search-answer"]["em"],
-                "grpo_beats_sft": row["grpo"]["em"] > row["sft"]["em"],
-                **{
-                    f"{stage}_gain_exceeds_spread": gain["mean"] > gain["spread"]
-                    for stage, gain in (
-                        ("sft", row["gain untrained->sft"]),
-                        ("grpo", row["gain sft->grpo"]),
-                    )
-                },
-            }
-    grpo = out["per_set"]["pooled"]["grpo"]
-    out["targets"]["grpo_searches_at_least_once_an_episode"] = grpo["search_calls"] >= 1.0
-    # with no correct answer there is nothing to judge grounded: None, printed as such
-    out["targets"]["grpo_correct_mostly_grounded"] = (
-        grpo["grounded_share_of_correct"] > 0.5 if grpo["em"] > 0 else None
-    )
-    out["stages"] = {
-        s: {k: v for k, v in out["per_set"]["pooled"][s].items() if not k.endswith("_per_seed")}
-        for s in STAGES
-    }
-    return out
-
-
-def plot(runs: list[dict], png: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig = figure(runs)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
-
-
-def figure(runs: list[dict]) -> Any:
-    """Held-out reward (dev checks, where the run made any, and the stage evals) and training
-    reward over GRPO steps, each seed a colour."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for r in runs:
-        curve = r["grpo_curve"]
-        dev = [c for c in curve if "dev_pass@1" in c]
-        (line,) = axes[0].plot(  # a run without dev checks (--quick) gets no legend entry
-            [c["step"] for c in dev],
-            [c["dev_pass@1"] for c in dev],
-            "o-",
-            label=f"seed {r['seed']}: dev pass@1, T=1" if dev else None,
-        )
-        axes[0].plot(  # the stage evals: many more questions than the dev points, greedy
-            [0, r.get("grpo_kept_step", r["grpo_steps_run"]) or 0],  # the weights evaluated
-            [pooled(r["sft"], "em"), pooled(r["grpo"], "em")],
-            "s--",
-            color=line.get_color(),
-            label=f"seed {r['seed']}: EM, SFT -> GRPO",
-        )
-        (line,) = axes[1].plot(
-            [c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']}"
-        )
-        for step, back_to in rollbacks(r):
-            axes[1].axvspan(back_to, step, color=line.get_color(), alpha=0.12, lw=0)
-    axes[0].set_title("held-out reward over GRPO steps")
-    axes[1].set_title("training reward (shaded: steps a rollback undid)")
-    for ax in axes:
-        ax.set_xlabel("GRPO step")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def rollbacks(run: dict) -> list[tuple[int, int]]:
-    """(step, step gone back to) for each check the collapse guard failed and GRPO went on from
-    the weights of its last check passed (`--health-retries`)."""
-    return [
-        (c["step"], int(c["health_kept_step"]))
-        for c in run["grpo_curve"]
-        if "health_rolled_back" in c
-    ]
-
-
-def verdict(met: bool | None) -> str:
-    return "not judged (no correct answer)" if met is None else "met" if met else "NOT met"
-
-
-def table(summary: dict) -> str:
-    lines = []
-    for held, row in summary["per_set"].items():
-        lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
-        lines.append(
-            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep | wrong: none/echo/misread/unread | query words / one-word / in question |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for s in STAGES:
-            v = row[s]
-            ci = v.get("em_ci95_seed0")
-            em = f"{v['em']:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-            p1 = f"{v['pass@1']:.3f}" if "pass@1" in v else "-"
-            lines.append(
-                f"| {s} | {em} | {v['f1']:.3f} | {p1} | {v['search_calls']:.2f} | {v['visit_calls']:.2f} | "
-                f"{v['grounded_share_of_correct']:.2f} | {v.get('gold_seen', float('nan')):.2f} | "
-                f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} | "
-                + "/".join(f"{v.get(f'wrong_{k}', float('nan')):.2f}" for k in WRONG)
-                + f" | {v.get('query_words', float('nan')):.1f} / {v.get('one_word_queries', float('nan')):.2f}"
-                + f" / {v.get('query_in_question', float('nan')):.2f} |"
-            )
-        for g in ("gain untrained->sft", "gain sft->grpo"):
-            lines.append(
-                f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
-            )
-    grpo = summary["stages"]["grpo"]
-    none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports
-    searching = f" ({grpo['search_calls']:.3f} an episode"  # and why episodes ran no search
-    if None not in none:
-        searching += f"; episodes without one: {none[0]:.3f} after a call the env did not run, "
-        searching += f"{none[1]:.3f} without a call"
-    why = {"grpo_searches_at_least_once_an_episode": searching + ")"}
-    lines.append("\nthe learning issue's targets:")
-    for name, met in summary["targets"].items():
-        if isinstance(met, dict):
-            lines.extend(f"  {name}: {k} {verdict(v)}" for k, v in met.items())
-        else:
-            lines.append(f"  {name} {verdict(met)}{why.get(name, '')}")
-    return "\n".join(lines)
-
-
 def arguments() -> argparse.ArgumentParser:
     """The bench's flags; the method's defaults are configs/learn's, the sizes the profiles'."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -1395,7 +1065,7 @@ def main() -> None:
         times,
         time.perf_counter() - t0,
         [started, time.time()],
-        name,
+        RESULTS / name,
     )
 
 
@@ -1452,7 +1122,15 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
             row[s] = bench.evaluate(s, paths[r["seed"], s], r["seed"])
             row["time_s"][f"eval {s}"] = time.perf_counter() - t
         again.append(row)
-    report(settings, baseline, again, times, time.perf_counter() - t0, [started, time.time()], name)
+    report(
+        settings,
+        baseline,
+        again,
+        times,
+        time.perf_counter() - t0,
+        [started, time.time()],
+        RESULTS / name,
+    )
 
 
 #: The flags a part of a run may set on its own (which seeds, where from, how long, on what):
@@ -1535,82 +1213,8 @@ def combine(files: list[str], name: str, untrained_from: str = "") -> None:
         runs,
         times,
         *combined_wall(parts),
-        name=name,
+        RESULTS / name,
     )
-
-
-def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:
-    """The wall time of runs merged by `--combine`, the union of their spans (seeds side by side
-    overlap, seeds run one after another add up), and the span from the first start to the last
-    end; for results written without spans, the longest part (as if side by side) and no span."""
-    if not all(p.get("span") for p in parts):
-        return max(p["wall_s"] for p in parts), None
-    spans = sorted((p["span"][0], p["span"][1]) for p in parts)
-    total, end = 0.0, float("-inf")
-    for a, b in spans:
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total, [spans[0][0], end]
-
-
-def stage_times(times: dict, runs: list[dict]) -> dict:
-    """The references' wall times and the mean over the seeds of each stage every seed timed
-    (its training stages and its evals: "eval sft", "eval grpo")."""
-    timed = [s for s in runs[0]["time_s"] if all(s in r["time_s"] for r in runs)]
-    per_seed = {s: statistics.mean(r["time_s"][s] for r in runs) for s in timed}
-    return {**times, **per_seed}
-
-
-def report(
-    args: dict,
-    baseline: dict,
-    runs: list[dict],
-    times: dict,
-    wall: float,
-    span: list[float] | None,
-    name: str,
-) -> None:
-    """Summary, JSON and plot of the runs; prints the tables and, last, the one-line JSON."""
-    summary = summarize(runs, baseline)
-    times = stage_times(times, runs)
-    out = {
-        "args": args,
-        "code": code_revision(),  # this report's; each run's own is in its row
-        "device": args["device"],
-        "wall_s": wall,
-        "span": span,
-        "stage_wall_s": times,
-        "summary": summary,
-        "runs": runs,
-        "baseline": baseline,
-        "stages": summary["stages"],
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1))
-    plot(runs, RESULTS / f"{name}.png")
-    print(table(summary))
-    print(
-        f"\nstage wall times (s; a seed's stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
-    )
-    for r in runs:
-        print(
-            f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "
-            f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
-        )
-        for step, back_to in rollbacks(r):
-            print(
-                f"seed {r['seed']}: the collapse guard failed step {step}'s check; GRPO went on "
-                f"from step {back_to}'s weights"
-            )
-        kept = r.get("grpo_kept_step", r["grpo_steps_run"])
-        if kept != r["grpo_steps_run"]:
-            print(
-                f"seed {r['seed']}: the collapse guard stopped GRPO after step {r['grpo_steps_run']} "
-                f"and kept step {kept}'s weights"
-            )
-    print(f"wall time {wall:.0f}s on {args['device']}; wrote {RESULTS / name}.json and .png")
-    print(json.dumps({"stages": summary["stages"], "targets": summary["targets"]}))
 
 
 if __name__ == "__main__":

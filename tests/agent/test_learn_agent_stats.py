@@ -1,4 +1,5 @@
-"""bench/learn_agent.py splits failures into search (the answer never on screen) and reading."""
+"""The learning bench (bench/learn_agent.py, learn_episodes.py, learn_report.py): its figures split
+failures into search (the answer never on screen) and reading, and its reports merge runs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import pytest
 from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.paths import REPO_ROOT
+
+
+def _script(name: str) -> dict:
+    """One of the learning bench's scripts under bench/, run as a module: its names."""
+    return runpy.run_path(str(REPO_ROOT / "bench" / f"{name}.py"), run_name="check")
 
 
 def _episode(task: str, observation: str, answer: str, em: float) -> Trajectory:
@@ -42,7 +48,7 @@ def _episode(task: str, observation: str, answer: str, em: float) -> Trajectory:
 
 
 def test_gold_seen_counts_evidence_not_the_echo_of_the_query() -> None:
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    episodes = _script("learn_episodes")
     tasks = TaskSet(
         [
             Task("a", "Which band is from Copenhagen?", ("Mercyful Fate",)),
@@ -60,15 +66,15 @@ def test_gold_seen_counts_evidence_not_the_echo_of_the_query() -> None:
         # the answer only in the echo of its own query: never retrieved (a search failure)
         _episode("c", "A Google search for 'John Locke' found 0 results:", "Thomas Hobbes", 0.0),
     ]
-    seen = [bench["gold_seen"](t, tasks) for t in trajs]
+    seen = [episodes["gold_seen"](t, tasks) for t in trajs]
     assert seen == [True, True, False]
-    stats = bench["episode_stats"](trajs, tasks)
+    stats = episodes["episode_stats"](trajs, tasks)
     assert stats["gold_seen"] == pytest.approx(2 / 3)
     assert stats["em_when_seen"] == pytest.approx(1 / 2)
 
 
 def test_wrong_answers_are_told_apart_by_what_they_repeat() -> None:
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    episodes = _script("learn_episodes")
     tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
     screen = "John Locke was born in Wrington and studied at Christ Church, Oxford."
     trajs = [
@@ -78,14 +84,14 @@ def test_wrong_answers_are_told_apart_by_what_they_repeat() -> None:
         _episode("b", screen, "Bristol", 0.0),  # neither
         _episode("b", screen, " ", 0.0),  # nothing
     ]
-    kinds = [bench["wrong_kind"](t, tasks) for t in trajs]
+    kinds = [episodes["wrong_kind"](t, tasks) for t in trajs]
     assert kinds == [None, "echo", "misread", "unread", "no_answer"]
-    stats = bench["episode_stats"](trajs, tasks)
-    assert [stats[f"wrong_{k}"] for k in bench["WRONG"]] == [0.2, 0.2, 0.2, 0.2]
+    stats = episodes["episode_stats"](trajs, tasks)
+    assert [stats[f"wrong_{k}"] for k in episodes["WRONG"]] == [0.2, 0.2, 0.2, 0.2]
 
 
 def test_query_stats_read_the_queries_through_the_env_parser() -> None:
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    episodes = _script("learn_episodes")
     tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
 
     def searched(*calls: str) -> Trajectory:
@@ -102,9 +108,9 @@ def test_query_stats_read_the_queries_through_the_env_parser() -> None:
         # no call, then a query that is not a string: an error, not a query
         searched("<think>no call</think>", call.format("7")),
     ]
-    assert bench["queries"](trajs[1]) == ["page", "Locke"]
-    assert bench["queries"](trajs[2]) == []
-    stats = bench["query_stats"](trajs, tasks)
+    assert episodes["queries"](trajs[1]) == ["page", "Locke"]
+    assert episodes["queries"](trajs[2]) == []
+    stats = episodes["query_stats"](trajs, tasks)
     assert stats["query_words"] == pytest.approx(5 / 3)
     assert stats["one_word_queries"] == pytest.approx(2 / 3)
     assert stats["query_in_question"] == pytest.approx((2 / 3 + 0 + 1) / 3)
@@ -113,7 +119,7 @@ def test_query_stats_read_the_queries_through_the_env_parser() -> None:
 def test_an_episode_without_a_search_says_whether_it_tried_one() -> None:
     """The searching target counts calls: an episode whose only call the env refused (a quoted
     title left unescaped) is told apart from one that answered without a call."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    episodes = _script("learn_episodes")
     tasks = TaskSet([Task("b", 'Who sang "Hey Jude"?', ("The Beatles",))])
 
     def played(*texts: str) -> Trajectory:
@@ -126,28 +132,28 @@ def test_an_episode_without_a_search_says_whether_it_tried_one() -> None:
         '<tool_call>{"name": "search", "arguments": {"query": "sang "Hey Jude""}}</tool_call>'
     )
     trajs = [played(ran, answer), played(unescaped, answer), played(answer), played(answer)]
-    assert [bench["unsearched"](t) for t in trajs] == [None, "tried", "skipped", "skipped"]
-    stats = bench["episode_stats"](trajs, tasks)
+    assert [episodes["unsearched"](t) for t in trajs] == [None, "tried", "skipped", "skipped"]
+    stats = episodes["episode_stats"](trajs, tasks)
     assert (stats["unsearched_tried"], stats["unsearched_skipped"]) == (0.25, 0.5)
 
 
 def test_a_share_of_some_episodes_pools_over_those_episodes() -> None:
     """Grounded correct answers pool over correct answers: a set with none adds nothing, not 0."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    report = _script("learn_report")
     per_set = {
         "a": {"episodes": 12, "em": 0.25, "grounded_share_of_correct": 1.0},  # 3 right, grounded
         "b": {"episodes": 12, "em": 0.0, "grounded_share_of_correct": 0.0},  # none right
         "c": {"episodes": 6, "em": 1 / 6, "grounded_share_of_correct": 0.0},  # 1 right, recalled
     }
-    assert bench["pooled"](per_set, "em") == pytest.approx(4 / 30)
-    assert bench["pooled"](per_set, "grounded_share_of_correct") == pytest.approx(3 / 4)
+    assert report["pooled"](per_set, "em") == pytest.approx(4 / 30)
+    assert report["pooled"](per_set, "grounded_share_of_correct") == pytest.approx(3 / 4)
     none_right = {k: {**v, "em": 0.0} for k, v in per_set.items()}
-    assert bench["pooled"](none_right, "grounded_share_of_correct") == 0.0
+    assert report["pooled"](none_right, "grounded_share_of_correct") == 0.0
 
 
 def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -> None:
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
-    wall = bench["combined_wall"]
+    report = _script("learn_report")
+    wall = report["combined_wall"]
     after = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 5.0, "span": [20.0, 25.0]}]
     beside = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 8.0, "span": [1.0, 9.0]}]
     overlap = [{"wall_s": 10.0, "span": [0.0, 10.0]}, {"wall_s": 10.0, "span": [5.0, 15.0]}]
@@ -159,7 +165,7 @@ def test_combined_wall_time_adds_runs_one_after_another_and_not_side_by_side() -
 def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_seeds(
     tmp_path, monkeypatch
 ):
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench = _script("learn_agent")
     monkeypatch.setitem(bench["combine"].__globals__, "RESULTS", tmp_path / "results")
 
     def evals(em: float) -> dict:
@@ -229,7 +235,7 @@ def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_se
 
 def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() -> None:
     """Each group pools its sets by size; a gain no larger than its spread across seeds fails."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    report = _script("learn_report")
     sizes = {
         "synth-test": 12,
         "synth-dev": 12,
@@ -261,7 +267,7 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     baseline = {
         s: {"episodes": n, "em": 1 / 12 if s == "hotpotqa-held" else 0.0} for s, n in sizes.items()
     }
-    summary = bench["summarize"](runs, baseline)
+    summary = report["summarize"](runs, baseline)
     human = summary["per_set"]["human-written"]
     assert human["search-answer"]["em"] == pytest.approx(1 / 30)
     assert human["grpo"]["em_per_seed"] == pytest.approx([6 / 30, 4 / 30])
@@ -282,7 +288,9 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     assert targets["grpo_correct_mostly_grounded"] is True
     # no correct GRPO answer: "most correct answers grounded" has nothing to judge
     unsolved = [{**r, "grpo": stage({})} for r in runs]
-    assert bench["summarize"](unsolved, baseline)["targets"]["grpo_correct_mostly_grounded"] is None
+    assert (
+        report["summarize"](unsolved, baseline)["targets"]["grpo_correct_mostly_grounded"] is None
+    )
 
 
 def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_settings(
@@ -291,7 +299,7 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     """--reevaluate: each seed's SFT and GRPO eval comes from that seed's checkpoints (found under
     this checkout's results when the run was made elsewhere), the untrained model once, with the
     run's settings but the asked number of questions; it never overwrites what it evaluates."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench = _script("learn_agent")
     g = bench["reevaluate"].__globals__
     results = tmp_path / "results"
     calls: list[tuple[str, str | None, int | None]] = []
@@ -384,7 +392,7 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
     teacher episodes answered; the SFT stats are recomputed from its saved eval, and the commit
     its SFT ran at is kept and said when it is not this run's; a run of other SFT or eval
     settings, a seed it did not finish, or a file it lacks is an error naming it."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench = _script("learn_agent")
     args = bench["arguments"]().parse_args(["--sft-from", str(tmp_path / "run")])
     for k, v in {"eval_limit": 24, "sft_steps": 16, "micro_batch": 2, "eval_batch": 60}.items():
         setattr(args, k, v)
@@ -437,7 +445,7 @@ def test_each_seed_records_the_machine_its_weights_came_from() -> None:
     """Weights are the same to the byte on one kind of CPU, not across kinds: a run says which."""
     import torch
 
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench = _script("learn_agent")
     seen = bench["machine"]("cpu")
     assert seen["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert seen["threads"] == torch.get_num_threads() and seen["torch"] == torch.__version__
@@ -447,7 +455,7 @@ def test_each_seed_records_the_machine_its_weights_came_from() -> None:
 def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
     """A check that failed and went on is told from one that stopped GRPO, and both from a pass:
     the report says which steps a rollback undid."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench, report = _script("learn_agent"), _script("learn_report")
     figures = {"health_unanswered": 0.1, "health_reward": 0.0}
     curve = [
         {"step": 4, "reward": 0.0, **figures, "health_rolled_back": 1.0, "health_kept_step": 0.0},
@@ -458,8 +466,8 @@ def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
     logged = [{**c, "time_health": 90.0} for c in curve]
     kept = [{k: r[k] for k in bench["GRPO_CURVE"] if k in r} for r in logged]
     assert kept == curve  # the bench keeps what the guard logged
-    assert bench["rollbacks"]({"grpo_curve": kept}) == [(4, 0), (12, 8)]
-    assert bench["rollbacks"]({"grpo_curve": kept[1:2]}) == []
+    assert report["rollbacks"]({"grpo_curve": kept}) == [(4, 0), (12, 8)]
+    assert report["rollbacks"]({"grpo_curve": kept[1:2]}) == []
 
 
 def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
@@ -473,7 +481,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
 
     import torch
 
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    bench = _script("learn_agent")
     g = bench["main"].__globals__
     results = tmp_path / "results"
 
@@ -526,7 +534,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
 def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tmp_path) -> None:
     """--quick runs no dev check (its GRPO eval comes right after the last step): the held-out
     panel then holds, and its legend names, only the SFT -> GRPO EM line."""
-    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    report = _script("learn_report")
     run = {
         "seed": 0,
         "sft": {"bundled": {"em": 0.5, "episodes": 2}},
@@ -535,14 +543,14 @@ def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tm
         "grpo_kept_step": 2,
         "grpo_curve": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.3}],
     }
-    held_out = bench["figure"]([run]).axes[0]
+    held_out = report["figure"]([run]).axes[0]
     assert held_out.get_legend_handles_labels()[1] == ["seed 0: EM, SFT -> GRPO"]
     with_dev = {
         **run,
         "grpo_curve": [*run["grpo_curve"][:1], {"step": 2, "reward": 0.3, "dev_pass@1": 0.5}],
     }
-    labels = bench["figure"]([with_dev]).axes[0].get_legend_handles_labels()[1]
+    labels = report["figure"]([with_dev]).axes[0].get_legend_handles_labels()[1]
     assert labels == ["seed 0: dev pass@1, T=1", "seed 0: EM, SFT -> GRPO"]
     png = tmp_path / "quick.png"
-    bench["plot"]([run], png)
+    report["plot"]([run], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

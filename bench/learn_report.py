@@ -1,0 +1,308 @@
+"""A learning run's report: each stage's figures per held-out set, per group and pooled over
+the seeds, the gains with their spread, the learning issue's targets judged on them, the table,
+the plot and the results JSON (bench/learn_agent.py's runs, parts merged, re-evaluations)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from learn_episodes import UNSEARCHED, WRONG  # noqa: E402
+
+from wikisim.revision import code_revision  # noqa: E402
+
+STAGES = ("untrained", "sft", "grpo")
+
+
+#: A share among some episodes or queries, not all: pooled over what it counts (a set with no
+#: correct answer says nothing of how grounded correct answers are, rather than 0).
+POOLED_OVER = {
+    "grounded_share_of_answers": "answered",
+    "grounded_share_of_correct": "em",
+    "em_when_seen": "gold_seen",
+    "query_words": "queries",
+    "one_word_queries": "queries",
+    "query_in_question": "queries",
+}
+
+
+def pooled(per_set: dict[str, dict], key: str) -> float:
+    """A metric over every held-out episode (sets weighted by their size), or over the episodes
+    or queries it is a share of (`POOLED_OVER`)."""
+    over = POOLED_OVER.get(key)
+    weight = {k: s["episodes"] * (s[over] if over else 1.0) for k, s in per_set.items()}
+    n = sum(weight.values())
+    return sum(s[key] * weight[k] for k, s in per_set.items() if key in s) / n if n else 0.0
+
+
+#: The held-out sets the learning issue's targets are stated on, each pooled like "pooled".
+GROUPS = {
+    "human-written": ("bundled", "hotpotqa-held", "musique-held"),
+    "synthesized": ("synth-test", "synth-dev"),
+}
+
+
+def summarize(runs: list[dict], baseline: dict) -> dict:
+    """Per held-out set, per group of sets (`GROUPS`) and pooled: each stage's means over the
+    seeds, the gains with their spread, and the issue's targets judged on them."""
+    keys = (
+        "em",
+        "f1",
+        "pass@1",
+        "search_calls",
+        "visit_calls",
+        "malformed_calls",
+        "grounded_share_of_correct",
+        "gold_seen",
+        "em_when_seen",
+        "tokens_per_episode",
+        *(f"wrong_{k}" for k in WRONG),
+        *(f"unsearched_{k}" for k in UNSEARCHED),
+        "query_words",
+        "one_word_queries",
+        "query_in_question",
+    )
+    sets = list(baseline)
+    members = {
+        **{s: (s,) for s in sets},
+        **{g: m for g, m in GROUPS.items() if set(m) <= set(sets)},
+        "pooled": tuple(sets),
+    }
+
+    def figure(per_set: dict[str, dict], held: str, k: str) -> float | None:
+        """One set's figure, or a group's pooled over its sets; None where a set lacks it."""
+        sub = {s: per_set[s] for s in members[held]}
+        if not all(k in v for v in sub.values()):
+            return None
+        return sub[held][k] if held in sets else pooled(sub, k)
+
+    out: dict = {"per_set": {}, "stages": {}, "targets": {}}
+    for held in members:
+        row: dict = {"search-answer": {"em": figure(baseline, held, "em")}}
+        for stage in STAGES:
+            vals: dict[str, Any] = {}
+            for k in keys:
+                per_seed = [v for r in runs if (v := figure(r[stage], held, k)) is not None]
+                if per_seed:
+                    vals[k] = statistics.mean(per_seed)
+                    vals[f"{k}_per_seed"] = per_seed
+            if held in sets:
+                vals["em_ci95_seed0"] = runs[0][stage][held]["em_ci95"]
+            row[stage] = vals
+        for a, b in (("untrained", "sft"), ("sft", "grpo")):
+            gains = [
+                x - y for x, y in zip(row[b]["em_per_seed"], row[a]["em_per_seed"], strict=True)
+            ]
+            row[f"gain {a}->{b}"] = {
+                "mean": statistics.mean(gains),
+                "per_seed": gains,
+                "spread": max(gains) - min(gains),
+            }
+        out["per_set"][held] = row
+    for g in GROUPS:
+        if g in out["per_set"]:
+            row = out["per_set"][g]
+            out["targets"][g] = {
+                "grpo_beats_search_answer": row["grpo"]["em"] > row["search-answer"]["em"],
+                "grpo_beats_sft": row["grpo"]["em"] > row["sft"]["em"],
+                **{
+                    f"{stage}_gain_exceeds_spread": gain["mean"] > gain["spread"]
+                    for stage, gain in (
+                        ("sft", row["gain untrained->sft"]),
+                        ("grpo", row["gain sft->grpo"]),
+                    )
+                },
+            }
+    grpo = out["per_set"]["pooled"]["grpo"]
+    out["targets"]["grpo_searches_at_least_once_an_episode"] = grpo["search_calls"] >= 1.0
+    # with no correct answer there is nothing to judge grounded: None, printed as such
+    out["targets"]["grpo_correct_mostly_grounded"] = (
+        grpo["grounded_share_of_correct"] > 0.5 if grpo["em"] > 0 else None
+    )
+    out["stages"] = {
+        s: {k: v for k, v in out["per_set"]["pooled"][s].items() if not k.endswith("_per_seed")}
+        for s in STAGES
+    }
+    return out
+
+
+def plot(runs: list[dict], png: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(runs)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def figure(runs: list[dict]) -> Any:
+    """Held-out reward (dev checks, where the run made any, and the stage evals) and training
+    reward over GRPO steps, each seed a colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for r in runs:
+        curve = r["grpo_curve"]
+        dev = [c for c in curve if "dev_pass@1" in c]
+        (line,) = axes[0].plot(  # a run without dev checks (--quick) gets no legend entry
+            [c["step"] for c in dev],
+            [c["dev_pass@1"] for c in dev],
+            "o-",
+            label=f"seed {r['seed']}: dev pass@1, T=1" if dev else None,
+        )
+        axes[0].plot(  # the stage evals: many more questions than the dev points, greedy
+            [0, r.get("grpo_kept_step", r["grpo_steps_run"]) or 0],  # the weights evaluated
+            [pooled(r["sft"], "em"), pooled(r["grpo"], "em")],
+            "s--",
+            color=line.get_color(),
+            label=f"seed {r['seed']}: EM, SFT -> GRPO",
+        )
+        (line,) = axes[1].plot(
+            [c["step"] for c in curve], [c["reward"] for c in curve], label=f"seed {r['seed']}"
+        )
+        for step, back_to in rollbacks(r):
+            axes[1].axvspan(back_to, step, color=line.get_color(), alpha=0.12, lw=0)
+    axes[0].set_title("held-out reward over GRPO steps")
+    axes[1].set_title("training reward (shaded: steps a rollback undid)")
+    for ax in axes:
+        ax.set_xlabel("GRPO step")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def rollbacks(run: dict) -> list[tuple[int, int]]:
+    """(step, step gone back to) for each check the collapse guard failed and GRPO went on from
+    the weights of its last check passed (`--health-retries`)."""
+    return [
+        (c["step"], int(c["health_kept_step"]))
+        for c in run["grpo_curve"]
+        if "health_rolled_back" in c
+    ]
+
+
+def verdict(met: bool | None) -> str:
+    return "not judged (no correct answer)" if met is None else "met" if met else "NOT met"
+
+
+def table(summary: dict) -> str:
+    lines = []
+    for held, row in summary["per_set"].items():
+        lines.append(f"\n{held}: search-answer EM {row['search-answer']['em']:.3f}")
+        lines.append(
+            "| stage | EM | F1 | pass@1 | search/ep | visit/ep | grounded (correct) | gold seen | EM when seen | tokens/ep | wrong: none/echo/misread/unread | query words / one-word / in question |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for s in STAGES:
+            v = row[s]
+            ci = v.get("em_ci95_seed0")
+            em = f"{v['em']:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            p1 = f"{v['pass@1']:.3f}" if "pass@1" in v else "-"
+            lines.append(
+                f"| {s} | {em} | {v['f1']:.3f} | {p1} | {v['search_calls']:.2f} | {v['visit_calls']:.2f} | "
+                f"{v['grounded_share_of_correct']:.2f} | {v.get('gold_seen', float('nan')):.2f} | "
+                f"{v.get('em_when_seen', float('nan')):.2f} | {v['tokens_per_episode']:.0f} | "
+                + "/".join(f"{v.get(f'wrong_{k}', float('nan')):.2f}" for k in WRONG)
+                + f" | {v.get('query_words', float('nan')):.1f} / {v.get('one_word_queries', float('nan')):.2f}"
+                + f" / {v.get('query_in_question', float('nan')):.2f} |"
+            )
+        for g in ("gain untrained->sft", "gain sft->grpo"):
+            lines.append(
+                f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
+            )
+    grpo = summary["stages"]["grpo"]
+    none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports
+    searching = f" ({grpo['search_calls']:.3f} an episode"  # and why episodes ran no search
+    if None not in none:
+        searching += f"; episodes without one: {none[0]:.3f} after a call the env did not run, "
+        searching += f"{none[1]:.3f} without a call"
+    why = {"grpo_searches_at_least_once_an_episode": searching + ")"}
+    lines.append("\nthe learning issue's targets:")
+    for name, met in summary["targets"].items():
+        if isinstance(met, dict):
+            lines.extend(f"  {name}: {k} {verdict(v)}" for k, v in met.items())
+        else:
+            lines.append(f"  {name} {verdict(met)}{why.get(name, '')}")
+    return "\n".join(lines)
+
+
+def combined_wall(parts: list[dict]) -> tuple[float, list[float] | None]:
+    """The wall time of runs merged by `--combine`, the union of their spans (seeds side by side
+    overlap, seeds run one after another add up), and the span from the first start to the last
+    end; for results written without spans, the longest part (as if side by side) and no span."""
+    if not all(p.get("span") for p in parts):
+        return max(p["wall_s"] for p in parts), None
+    spans = sorted((p["span"][0], p["span"][1]) for p in parts)
+    total, end = 0.0, float("-inf")
+    for a, b in spans:
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total, [spans[0][0], end]
+
+
+def stage_times(times: dict, runs: list[dict]) -> dict:
+    """The references' wall times and the mean over the seeds of each stage every seed timed
+    (its training stages and its evals: "eval sft", "eval grpo")."""
+    timed = [s for s in runs[0]["time_s"] if all(s in r["time_s"] for r in runs)]
+    per_seed = {s: statistics.mean(r["time_s"][s] for r in runs) for s in timed}
+    return {**times, **per_seed}
+
+
+def report(
+    args: dict,
+    baseline: dict,
+    runs: list[dict],
+    times: dict,
+    wall: float,
+    span: list[float] | None,
+    stem: Path,
+) -> None:
+    """Summary, JSON and plot of the runs, to `stem`.json and .png; prints the tables and, last,
+    the one-line JSON."""
+    summary = summarize(runs, baseline)
+    times = stage_times(times, runs)
+    result = {
+        "args": args,
+        "code": code_revision(),  # this report's; each run's own is in its row
+        "device": args["device"],
+        "wall_s": wall,
+        "span": span,
+        "stage_wall_s": times,
+        "summary": summary,
+        "runs": runs,
+        "baseline": baseline,
+        "stages": summary["stages"],
+    }
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_name(f"{stem.name}.json").write_text(json.dumps(result, indent=1))
+    plot(runs, stem.with_name(f"{stem.name}.png"))
+    print(table(summary))
+    print(
+        f"\nstage wall times (s; a seed's stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
+    )
+    for r in runs:
+        print(
+            f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "
+            f"({r['rejection']['questions_with_any']} questions), SFT {len(r['sft_losses'])} steps"
+        )
+        for step, back_to in rollbacks(r):
+            print(
+                f"seed {r['seed']}: the collapse guard failed step {step}'s check; GRPO went on "
+                f"from step {back_to}'s weights"
+            )
+        kept = r.get("grpo_kept_step", r["grpo_steps_run"])
+        if kept != r["grpo_steps_run"]:
+            print(
+                f"seed {r['seed']}: the collapse guard stopped GRPO after step {r['grpo_steps_run']} "
+                f"and kept step {kept}'s weights"
+            )
+    print(f"wall time {wall:.0f}s on {args['device']}; wrote {stem}.json and .png")
+    print(json.dumps({"stages": summary["stages"], "targets": summary["targets"]}))
