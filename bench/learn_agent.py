@@ -1149,11 +1149,18 @@ PART_FLAGS = (
 )
 
 
+#: Flags whose default is no longer the behaviour before them: the unsearched penalty and the
+#: guard's retries joined the method in session 53, and a part that ran before they were flags
+#: ran without them.
+BEFORE_THE_FLAG = {"unsearched_penalty": 0.0, "health_retries": 0}
+
+
 def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:
     """The first of `flags` the parts' args disagree on, with each file's value ("" if none).
     A flag a part did not record was added after it ran, and reads as this bench's default: a
-    flag is added with the behaviour before it as its default (`--refused-negative` off)."""
-    defaults = vars(arguments().parse_args([]))
+    flag is added with the behaviour before it as its default (`--refused-negative` off), or
+    as `BEFORE_THE_FLAG` says where a later session changed its default."""
+    defaults = {**vars(arguments().parse_args([])), **BEFORE_THE_FLAG}
     for k in flags:
         values = [p["args"].get(k, defaults.get(k)) for p in parts]
         if len(set(map(repr, values))) > 1:

@@ -215,6 +215,13 @@ def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_se
         SystemExit, match=r"differ in --refused-negative: .*f.json: False, .*: True"
     ):
         bench["combine"]([steps_only, refused], "x")
+    # ... or, where a later session changed its default, as the run was before the flag
+    penalised = part(tmp_path / "h.json", [0], False, grpo_steps=14, unsearched_penalty=0.1)
+    with pytest.raises(
+        SystemExit, match=r"differ in --unsearched-penalty: .*f.json: 0.0, .*h.json: 0.1"
+    ):
+        bench["combine"]([steps_only, penalised], "y")
+    assert bench["arguments"]().parse_args([]).unsearched_penalty == 0.1  # the method's now
     # no part evaluated the untrained model: a finished report with the same eval gives it
     with pytest.raises(SystemExit, match="--untrained-from"):
         bench["combine"]([steps_only, other], "none")
