@@ -372,7 +372,8 @@ class Bench:
         """One seed's rejection sampling, SFT, GRPO and evals; under `--deadline-s` it gets an
         equal share of the time left, and its GRPO runs the steps that fit in that share."""
         a, out = self.args, self.out / f"seed{seed}"
-        shutil.rmtree(out, ignore_errors=True)
+        if not a.resume:  # a resumed seed goes on from the GRPO checkpoint under `out`
+            shutil.rmtree(out, ignore_errors=True)
         res: dict = {"seed": seed, "untrained": untrained, "time_s": {}, "code": code_revision()}
         res["machine"] = machine(self.device)
         t0 = time.perf_counter()
@@ -411,7 +412,8 @@ class Bench:
             cpu=self.device == "cpu",
             dev_every=a.dev_every,
             dev_k=2,
-            resume=False,
+            save_every=a.save_every,
+            resume=a.resume,
             env=self.env,
             max_new_tokens=a.max_new_tokens,
             think_budget=a.think_budget,
@@ -631,6 +633,19 @@ def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
     if missing:
         raise SystemExit(f"{where}: seed{seed}/ lacks {', '.join(missing)}")
     return runs[0]
+
+
+def finished_seeds(run_dir: Path, args: dict[str, Any]) -> dict[int, dict]:
+    """`--resume`: the seeds an interrupted run finished (its `partial.json`, written after each
+    seed; none if it stopped in its first), an error unless it ran this run's method."""
+    path = run_dir / "partial.json"
+    if not path.is_file():
+        return {}
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    method = sorted(set(earlier["args"]) - set(PART_FLAGS))
+    if differ := differing([str(run_dir), "this run"], [earlier, {"args": args}], method):
+        raise SystemExit(f"--resume {run_dir}: it ran with other settings: {differ}")
+    return {r["seed"]: r for r in earlier["runs"] if r["seed"] in args["seeds"]}
 
 
 def add_question_groups(p: argparse.ArgumentParser) -> None:
@@ -913,6 +928,21 @@ def arguments() -> argparse.ArgumentParser:
         help="stop each seed after its SFT and SFT eval and write only the folder `--sft-from` "
         "reads: one SFT for the GRPO runs of later processes, no untrained eval, no report",
     )
+    p.add_argument(
+        "--save-every",
+        type=int,
+        default=0,
+        help="GRPO steps between checkpoints, which --resume goes on from (SmolLM2's: ~540 MB "
+        "each; 0: the last step's only)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an interrupted run of the same --name and flags: the seeds its "
+        "partial.json holds are kept, and each other seed's GRPO goes on from its newest "
+        "checkpoint (--save-every) to the weights an uninterrupted run ends with; needs "
+        "--sft-from (the SFT it went on from)",
+    )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
         "--combine",
@@ -939,12 +969,9 @@ def arguments() -> argparse.ArgumentParser:
     return p
 
 
-def main() -> None:
-    args = arguments().parse_args()
-    if args.sft_only and args.sft_from:
-        raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
-    if args.sft_only and (args.combine or args.reevaluate):
-        raise SystemExit("--sft-only trains; --combine and --reevaluate report finished runs")
+def settings(argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags as a run uses them: what the command line leaves unset, its profile sets."""
+    args = arguments().parse_args(argv)
     # within 15 minutes on 2 cores: 13.9 on session 52's AMD EPYC, where 4 questions a set, 32 own
     # episodes and a dev check took 19.8 (what each stage costs: docs/learning-log.md)
     quick = {
@@ -1020,6 +1047,15 @@ def main() -> None:
     for k, v in {"quick": quick, "cpu": cpu, "gpu": gpu}[args.profile].items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    return args
+
+
+def main() -> None:
+    args = settings()
+    if args.sft_only and args.sft_from:
+        raise SystemExit(f"--sft-only with --sft-from: {args.sft_from} has its SFT already")
+    if args.sft_only and (args.combine or args.reevaluate):
+        raise SystemExit("--sft-only trains; --combine and --reevaluate report finished runs")
     torch.set_num_threads(args.threads)
     cap_gpu_memory(args.gpu_memory_fraction, args.device)
     name = (
@@ -1034,15 +1070,19 @@ def main() -> None:
     if args.reevaluate:
         reevaluate(args, name)
         return
+    if args.resume and not args.sft_from:
+        raise SystemExit("--resume goes on with GRPO: name the SFT it started from (--sft-from)")
     t0, started = time.perf_counter(), time.time()
     data = load_data(args.eval_limit)
-    shutil.rmtree(RESULTS / name, ignore_errors=True)
+    finished = finished_seeds(RESULTS / name, vars(args)) if args.resume else {}
+    if not args.resume:
+        shutil.rmtree(RESULTS / name, ignore_errors=True)
     bench = Bench(args, data, RESULTS / name)
     # an SFT-only run's untrained eval would go unread: --sft-from reads no report
     baseline, untrained, times = bench.references(args.untrained and not args.sft_only)
     runs = []
     for i, seed in enumerate(args.seeds):
-        runs.append(bench.seed(seed, untrained, len(args.seeds) - i))
+        runs.append(finished.get(seed) or bench.seed(seed, untrained, len(args.seeds) - i))
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
         (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
     if args.sft_only:
@@ -1146,6 +1186,8 @@ PART_FLAGS = (
     "combine",
     "reevaluate",
     "untrained_from",
+    "resume",
+    "save_every",
 )
 
 

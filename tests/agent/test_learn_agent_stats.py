@@ -538,6 +538,85 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
         bench["main"]()
 
 
+def test_a_resumed_run_keeps_its_finished_seeds_and_goes_on_from_grpo_checkpoints(
+    tmp_path, monkeypatch
+) -> None:
+    """--resume: a run cut in its second seed keeps the first seed's results, plays only the
+    others, and their GRPO resumes from the checkpoints `--save-every` wrote, in the folder the
+    cut run left; an error without --sft-from, or where the method's flags changed."""
+    import sys
+
+    import torch
+
+    bench = _script("learn_agent")
+    g = bench["main"].__globals__
+    results = tmp_path / "results"
+    played: list[int] = []
+    configs: list = []
+
+    class Stop(Exception):
+        pass
+
+    class Bench:
+        seed = bench["Bench"].seed  # the real one, up to GRPO
+
+        def __init__(self, args, data, out) -> None:
+            self.args, self.out, self.device = args, out, "cpu"
+            self.started = 0.0
+            self.env = g["build_config"](g["EnvConfig"], g["ENV"])
+            self.data = bench["Data"](None, [], {}, {})
+            self.runner = type("Runner", (), {"sampler": lambda self, tok: None})()
+            out.mkdir(parents=True, exist_ok=True)
+
+        def references(self, untrained: bool) -> tuple[dict, None, dict]:
+            return {}, None, {}
+
+        def reused_sft(self, seed: int, res: dict):
+            played.append(seed)
+            res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {}}
+            return bench["SFTStage"](["q3"], str(tmp_path / "bank" / "final"), tmp_path, 1.0)
+
+    def train_grpo(cfg, *args, **kwargs):
+        configs.append(cfg)
+        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.output_dir) / "checkpoints.marker").write_text("kept")
+        raise Stop  # the session ends in this seed's GRPO
+
+    monkeypatch.setitem(g, "Bench", Bench)
+    monkeypatch.setitem(g, "load_data", lambda limit: None)
+    monkeypatch.setitem(g, "load_local", lambda path: (None, None))
+    monkeypatch.setitem(g, "train_grpo", train_grpo)
+    monkeypatch.setitem(g, "RESULTS", results)
+    threads = ["--threads", str(torch.get_num_threads())]
+    argv = ["learn_agent.py", "--seeds", "0", "1", "--no-untrained", "--deadline-s", "0"]
+    argv += [*threads, "--sft-from", str(tmp_path / "bank"), "--name", "run", "--save-every", "4"]
+    # seed 0 finished before the cut: its row is in partial.json
+    (results / "run").mkdir(parents=True)
+    row = {"seed": 0, "grpo_steps_run": 28}
+    args = vars(bench["settings"](argv[1:]))
+    (results / "run" / "partial.json").write_text(json.dumps({"args": args, "runs": [row]}))
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
+    with pytest.raises(Stop):
+        bench["main"]()
+    assert played == [1]  # seed 0 kept, seed 1 played
+    assert configs[-1].resume and configs[-1].save_every == 4
+    with pytest.raises(Stop):  # once more: seed 1's folder (its checkpoints) is left in place
+        bench["main"]()
+    assert (results / "run" / "seed1" / "grpo" / "checkpoints.marker").read_text() == "kept"
+    monkeypatch.setattr(sys, "argv", [a for a in argv if a != "--resume"])
+    with pytest.raises(Stop):  # without --resume a run starts afresh, every seed played
+        bench["main"]()
+    assert played == [1, 1, 0] and not configs[-1].resume
+    assert not (results / "run" / "seed1").exists()
+    (results / "run" / "partial.json").write_text(json.dumps({"args": args, "runs": [row]}))
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume", "--grpo-steps", "14"])
+    with pytest.raises(SystemExit, match=r"other settings: --grpo-steps"):
+        bench["main"]()
+    monkeypatch.setattr(sys, "argv", ["learn_agent.py", "--resume", "--name", "run"])
+    with pytest.raises(SystemExit, match="--sft-from"):
+        bench["main"]()
+
+
 def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tmp_path) -> None:
     """--quick runs no dev check (its GRPO eval comes right after the last step): the held-out
     panel then holds, and its legend names, only the SFT -> GRPO EM line."""
