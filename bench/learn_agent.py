@@ -413,6 +413,7 @@ class Bench:
             dev_every=a.dev_every,
             dev_k=2,
             save_every=a.save_every,
+            keep_checkpoints=1,  # --resume goes on from the newest
             resume=a.resume,
             env=self.env,
             max_new_tokens=a.max_new_tokens,
@@ -932,8 +933,8 @@ def arguments() -> argparse.ArgumentParser:
         "--save-every",
         type=int,
         default=0,
-        help="GRPO steps between checkpoints, which --resume goes on from (SmolLM2's: ~540 MB "
-        "each; 0: the last step's only)",
+        help="GRPO steps between checkpoints, which --resume goes on from (only the newest is "
+        "kept: ~540 MB for SmolLM2; 0: the last step's only)",
     )
     p.add_argument(
         "--resume",

@@ -61,6 +61,9 @@ class TrainConfig:
     lora_rank: int = 0  # 0 = full fine-tuning; > 0 trains LoRA adapters through peft
     lora_alpha: int = 16
     save_every: int = 0  # optimizer steps between checkpoints (0 = only at the end)
+    # > 0: after each save only the newest this many checkpoints stay (a checkpoint holds the
+    # model and the optimizer's moments: ~540 MB for SmolLM2); 0 keeps every one
+    keep_checkpoints: int = 0
     resume: bool = True  # continue from the newest checkpoint in output_dir if there is one
     cpu: bool = False  # force CPU even where an accelerator is present
 
@@ -87,6 +90,7 @@ class TrainConfig:
             weight_decay=self.weight_decay,
             lora_rank=self.lora_rank,
             save_every=self.save_every,
+            keep_checkpoints=self.keep_checkpoints,
             think_budget=self.think_budget,
         )
 

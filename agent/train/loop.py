@@ -211,6 +211,7 @@ class RunDir:
 
     def __init__(self, cfg: TrainConfig, accelerator) -> None:
         self.root = Path(cfg.output_dir)
+        self.keep = cfg.keep_checkpoints
         self.accelerator = accelerator
         self.main = accelerator.is_main_process
         if self.main:
@@ -220,13 +221,18 @@ class RunDir:
         self.metrics_path = self.root / "metrics.jsonl"
         self._tb = _tensorboard(self.root / "tb") if self.main else None
 
-    def latest_checkpoint(self) -> Path | None:
-        ckpts = [
+    def checkpoints(self) -> list[Path]:
+        """The complete checkpoints (their trainer state written last), oldest first."""
+        done = [
             p
             for p in (self.root / "checkpoints").glob("step-*")
             if (p / "trainer_state.json").is_file()
         ]
-        return max(ckpts, key=lambda p: int(p.name.split("-")[1])) if ckpts else None
+        return sorted(done, key=lambda p: int(p.name.split("-")[1]))
+
+    def latest_checkpoint(self) -> Path | None:
+        done = self.checkpoints()
+        return done[-1] if done else None
 
     def save(self, step: int, state: dict[str, Any]) -> Path:
         path = self.root / "checkpoints" / f"step-{step}"
@@ -235,6 +241,9 @@ class RunDir:
             (path / "trainer_state.json").write_text(
                 json.dumps({"step": step, **state}, sort_keys=True)
             )
+            if self.keep:  # the new one is complete before any older one goes
+                for old in self.checkpoints()[: -self.keep]:
+                    shutil.rmtree(old)
         self.accelerator.wait_for_everyone()
         return path
 

@@ -278,3 +278,30 @@ def test_a_micro_batch_out_of_memory_retries_the_step_at_half_the_size(tmp_path,
     monkeypatch.setattr(sft_module, "load_model", device_of(0))
     with pytest.raises(torch.OutOfMemoryError):  # one row that does not fit: the device's limit
         train_sft(cfg(tmp_path / "c", micro_batch_size=1), data)
+
+
+def test_keep_checkpoints_leaves_the_newest_complete_ones(tmp_path):
+    """A run that saves often keeps only `keep_checkpoints` of them (each holds the model and the
+    optimizer's moments), the newest, and resumes from the newest; an incomplete one (no trainer
+    state: the process died while writing it) is never counted or resumed from."""
+    from accelerate import Accelerator
+
+    from agent.train.loop import RunDir
+
+    accelerator = Accelerator(cpu=True)
+    model = accelerator.prepare(torch.nn.Linear(2, 2))
+    cfg = SFTConfig(output_dir=str(tmp_path), keep_checkpoints=2)
+    run = RunDir(cfg, accelerator)
+    (tmp_path / "checkpoints" / "step-9").mkdir()  # cut while writing: no trainer_state.json
+    for step in (1, 2, 3):
+        with torch.no_grad():
+            model.weight.fill_(float(step))
+        run.save(step, {"loss": step / 10})
+    assert [p.name for p in run.checkpoints()] == ["step-2", "step-3"]
+    assert (tmp_path / "checkpoints" / "step-9").is_dir()  # not a checkpoint: left alone
+    with torch.no_grad():
+        model.weight.zero_()
+    assert run.resume() == (3, {"loss": 0.3})
+    assert torch.all(model.weight == 3.0)
+    with pytest.raises(ConfigError, match="keep_checkpoints"):
+        SFTConfig(output_dir=str(tmp_path), keep_checkpoints=-1)
