@@ -643,8 +643,7 @@ def finished_seeds(run_dir: Path, args: dict[str, Any]) -> dict[int, dict]:
     if not path.is_file():
         return {}
     earlier = json.loads(path.read_text(encoding="utf-8"))
-    method = sorted(set(earlier["args"]) - set(PART_FLAGS))
-    if differ := differing([str(run_dir), "this run"], [earlier, {"args": args}], method):
+    if differ := method_differs([str(run_dir), "this run"], [earlier, {"args": args}]):
         raise SystemExit(f"--resume {run_dir}: it ran with other settings: {differ}")
     return {r["seed"]: r for r in earlier["runs"] if r["seed"] in args["seeds"]}
 
@@ -1213,6 +1212,14 @@ def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:
     return ""
 
 
+def method_differs(files: list[str], parts: list[dict], free: Iterable[str] = ()) -> str:
+    """`differing` over the method: every flag a part recorded but those a part of one report
+    may set on its own (`PART_FLAGS`) and `free`."""
+    return differing(
+        files, parts, sorted({k for p in parts for k in p["args"]} - {*PART_FLAGS, *free})
+    )
+
+
 def merged_runs(
     flag: str, files: list[str], free: tuple[str, ...] = ()
 ) -> tuple[list[dict], list[dict]]:
@@ -1228,8 +1235,7 @@ def merged_runs(
             f"{flag} {' '.join(files)}: seed {', '.join(map(str, twice))} is in more than one "
             "part; give each seed once"
         )
-    method = sorted({k for p in parts for k in p["args"]} - {*PART_FLAGS, *free})
-    if differ := differing(files, parts, method):
+    if differ := method_differs(files, parts, free):
         raise SystemExit(f"{flag}: the runs differ in {differ}")
     return parts, runs
 
