@@ -503,7 +503,11 @@ class Bench:
         t0 = time.perf_counter()
         chat = ChatFormat(tok)
         teacher = ResearchTeacher(
-            self.data.tasks, chat, max_turns=a.max_turns, known_only=RESEARCH_TEACHERS[a.teacher]
+            self.data.tasks,
+            chat,
+            max_turns=a.max_turns,
+            known_only=RESEARCH_TEACHERS[a.teacher],
+            recover_share=a.recover_share,
         )
         questions = self.training_questions()
         kept, report = rejection_sample(
@@ -529,6 +533,7 @@ class Bench:
             teacher=a.teacher,
             samples_per_question=a.samples_per_question,
             direct_share=a.direct_share,
+            recover_share=a.recover_share,
             trajectories=str(out / "sft_data.jsonl"),
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
@@ -597,6 +602,7 @@ SFT_FLAGS = (
     "sft_questions",
     "samples_per_question",
     "direct_share",
+    "recover_share",
     "sft_steps",
     "sft_epochs",
     "sft_batch",
@@ -728,6 +734,13 @@ def arguments() -> argparse.ArgumentParser:
         type=float,
         default=1.0,
         help="at most this share of the SFT episodes answer after one tool call (1: all kept)",
+    )
+    p.add_argument(
+        "--recover-share",
+        type=float,
+        default=SFT_RECIPE.recover_share,
+        help="this share of the teacher's episodes opens with a broken search call (not learned) "
+        "and recovers from the env's error (agent.train.teachers; default: configs/learn/sft.yaml's)",
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)

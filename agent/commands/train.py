@@ -147,7 +147,11 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
     teacher: Policy
     if cfg.teacher in RESEARCH_TEACHERS:
         teacher = ResearchTeacher(
-            tasks, chat, max_turns=cfg.env.max_turns, known_only=RESEARCH_TEACHERS[cfg.teacher]
+            tasks,
+            chat,
+            max_turns=cfg.env.max_turns,
+            known_only=RESEARCH_TEACHERS[cfg.teacher],
+            recover_share=cfg.recover_share,
         )
     elif cfg.teacher in SCRIPTED:
         teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)

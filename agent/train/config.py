@@ -104,6 +104,8 @@ class SFTConfig(TrainConfig):
     samples_per_question: int = 4  # K teacher episodes per training question
     # at most this share of the kept episodes answer after one tool call (agent.train.sft.cap_direct)
     direct_share: float = 1.0
+    # this share of research-teacher episodes opens with a broken call and recovers from its error
+    recover_share: float = 0.0
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step
@@ -116,6 +118,8 @@ class SFTConfig(TrainConfig):
         super().__post_init__()
         if not 0 < self.direct_share <= 1:
             raise ConfigError(f"direct_share={self.direct_share} must be in (0, 1]")
+        if not 0 <= self.recover_share < 1:
+            raise ConfigError(f"recover_share={self.recover_share} must be in [0, 1)")
         if self.max_steps < 0 or self.stop_loss < 0:
             raise ConfigError(
                 f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0"

@@ -285,7 +285,7 @@ def retokenize(t: Trajectory, chat: ChatFormat, budget: Budget) -> Trajectory:
         chat=chat,
     )
     for i, turn in enumerate(t.turns):
-        ep.add_generation(Generation(text=turn.text))
+        ep.add_generation(Generation(text=turn.text, forced=turn.forced))
         if i < len(t.turns) - 1:
             ep.add_observation(turn.observation)
     ep.finish(terminated=t.terminated, truncated=t.truncated)

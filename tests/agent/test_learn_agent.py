@@ -84,6 +84,27 @@ def sft_run(teacher_data, tmp_path_factory):
     return out, train_sft(cfg, kept[:2])
 
 
+def test_recovering_episodes_learn_only_the_search_after_the_error(teacher_data, tasks, smol):
+    """A share of the teacher's episodes opens with a broken call (forced: loss 0), gets the env's
+    error and searches well; the others are the episodes `recover_share=0` plays."""
+    chat = ChatFormat(smol[0])
+    runner = runner_for(tasks, max_turns=4, max_new_tokens=96, slots=8)
+    teacher = ResearchTeacher(tasks, chat, recover_share=0.5)
+    kept, _ = rejection_sample(runner.teacher(teacher, chat, seed=0), tasks.ids(), 3)
+    recovered = [t for t in kept if t.turns[0].forced]
+    assert recovered and len(recovered) < len(kept)
+    for t in recovered:
+        first, second = t.turns[0], t.turns[1]
+        assert first.tool_calls == ("?",) and "Error:" in first.observation
+        assert second.tool_calls == ("search",) and not second.forced
+        mask = t.loss_mask()
+        start = len(t.prompt_ids)
+        assert not any(mask[start : start + len(first.ids)])  # the broken call is not learned
+        assert answer_observed(t) and t.reward == 1.0
+    plain = {tuple(t.token_ids()) for t in teacher_data[0]}
+    assert all(tuple(t.token_ids()) in plain for t in kept if not t.turns[0].forced)
+
+
 def test_sft_data_holds_only_answers_read_in_an_observation(teacher_data, tasks, smol):
     kept, report = teacher_data
     assert kept and all(answer_observed(t) and t.reward == 1.0 for t in kept)

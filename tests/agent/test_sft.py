@@ -117,6 +117,10 @@ def test_rejection_sample_keeps_correct_distinct_and_reports(tok):
         good, turns=(dataclasses.replace(good.turns[0], tool_calls=("?",)), good.turns[1])
     )
     assert well_formed_correct(good) and not well_formed_correct(malformed)
+    given = dataclasses.replace(  # a teacher's forced broken call, recovered from: not learned
+        malformed, turns=(dataclasses.replace(malformed.turns[0], forced=True), good.turns[1])
+    )
+    assert well_formed_correct(given)
 
 
 def test_cap_direct_keeps_every_longer_episode_and_caps_the_direct_ones(tok, data):

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import re
 
+import pytest
+
 from agent.rollout.react import TurnRequest
-from agent.train.teachers import ResearchTeacher, quote, searchable
+from agent.train.teachers import ResearchTeacher, broken_search, evidence_text, quote, searchable
 from wikisim.env.tasks import Task, TaskSet
+from wikisim.errors import ConfigError
+from wikisim.tools.protocol import CallError, parse_turn
 
 QUESTION = (
     "The director of the film that Grace Krilanovich's first novel inspired "
@@ -129,3 +134,23 @@ def test_a_rule_on_the_answer_name_is_not_searched_but_checked_before_answering(
     read = "The Matches released the albums E. Von Dahl Killed the Locals and Decomposer."
     answer = ruled_turn(0, shown=read)
     assert answer.index('The name must begin with "D".') < answer.index("<answer>Decomposer")
+
+
+@pytest.mark.parametrize(
+    "query", [QUESTION, NAMED, "band formed in Los Angeles", 'the song "Crazy"']
+)
+def test_a_broken_search_is_one_the_env_refuses_with_an_error(query: str) -> None:
+    """Each kind of broken call (looped and never closed, unescaped quotes, a stray bracket)
+    runs no tool and answers nothing: the env's observation is an error."""
+    tools = {"search": {"type": "object"}, "answer": {"type": "object"}}
+    errors = set()
+    for seed in range(30):
+        text = broken_search(query, "Let me search.", random.Random(seed))
+        action = parse_turn(text, tools)
+        assert action.answer is None and action.items, text
+        assert all(isinstance(c, CallError) for c in action.items)
+        errors |= {c.message.split(" (")[0].split(" at character")[0] for c in action.errors}
+    assert errors == {"Error: the <tool_call>", "Error: the tool call is not valid JSON"}
+    assert evidence_text(f"<tool_response>\nError: the call {query}") == ""
+    with pytest.raises(ConfigError, match="recover_share=1"):
+        ResearchTeacher(TaskSet([TASK], "one"), recover_share=1)
