@@ -11,7 +11,7 @@ from agent.eval.metrics import think_closes
 from agent.eval.stats import bootstrap_mean
 from agent.rollout.trajectory import Trajectory
 from agent.train.sft import answer_observed
-from agent.train.teachers import echoes, evidence_text, grounded_in
+from agent.train.teachers import echoes, evidence_text, grounded_in, refused
 from wikisim.env.reward import normalize_answer
 from wikisim.env.tasks import TaskSet
 from wikisim.tools.protocol import TOOL_CALL, ToolCall, parse_turn, tool_parameters
@@ -78,6 +78,18 @@ def unsearched(t: Trajectory) -> str | None:
     return "tried" if any(TOOL_CALL.open in u.text for u in t.turns) else "skipped"
 
 
+def after_errors(t: Trajectory) -> list[bool]:
+    """For each turn the env refused with an error (every turn but an episode's last gets an
+    observation): whether the next turn ran a tool (a retry) rather than answering or failing
+    again. A student trained only on clean teacher episodes answered right after an error
+    (session 53)."""
+    return [
+        any(n != "?" for n in after.tool_calls)
+        for u, after in zip(t.turns, t.turns[1:], strict=False)
+        if refused(u.observation)
+    ]
+
+
 def wrong_kind(t: Trajectory, tasks: TaskSet) -> str | None:
     """What a wrong answer was, read off it: none given; words of the question (echo); another
     span of its observations (misread); neither (unread: guessed or garbled). None when right."""
@@ -129,5 +141,9 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
             f"unsearched_{k}": statistics.mean(unsearched(t) == k for t in trajs)
             for k in UNSEARCHED
         },
+        # per episode, as the tool calls are (they pool over sets alike): retries / refused turns
+        # is the share of errors the policy recovered from
+        "refused_turns": statistics.mean(len(after_errors(t)) for t in trajs),
+        "retries": statistics.mean(sum(after_errors(t)) for t in trajs),
         **query_stats(trajs, tasks),
     }

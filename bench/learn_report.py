@@ -57,6 +57,8 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
         "search_calls",
         "visit_calls",
         "malformed_calls",
+        "refused_turns",
+        "retries",
         "grounded_share_of_correct",
         "gold_seen",
         "em_when_seen",

@@ -85,10 +85,15 @@ _ECHOES = re.compile(
 )
 
 
+def refused(observation: str) -> bool:
+    """The env's answer to a turn it could not run (a malformed call or turn): an error."""
+    return bool(_ERROR.match(observation))
+
+
 def evidence_text(observation: str) -> str:
     """An observation without the headers that echo the call's arguments; an error (which quotes
     the broken call and the tool help) holds none."""
-    return "" if _ERROR.match(observation) else _ECHOES.sub(" ", observation)
+    return "" if refused(observation) else _ECHOES.sub(" ", observation)
 
 
 def grounded_in(answer: str, texts: Sequence[str]) -> bool:
@@ -252,7 +257,7 @@ class ResearchTeacher:
         seen = observations(request)
         rng = random.Random(request.seed)
         # an episode that opened with a broken call searches in its next turn as in a first one
-        recovering = request.turn > 0 and bool(_ERROR.match(seen[0]))
+        recovering = request.turn > 0 and refused(seen[0])
         found = self._found(task, seen)
         if found is not None:
             answer, source, text = found

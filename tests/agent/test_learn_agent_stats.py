@@ -640,3 +640,20 @@ def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tm
     png = tmp_path / "quick.png"
     report["plot"]([run], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_turn_after_an_error_is_counted_as_a_retry_only_when_a_tool_ran() -> None:
+    """The recovery the teacher's broken-call episodes teach: after the env's error, search."""
+    episodes = _script("learn_episodes")
+    tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
+    error = "<tool_response>\nError: the tool call is not valid JSON (Extra data)."
+    broken = Turn(text="x", ids=(1,), logprobs=(0.0,), observation=error, tool_calls=("?",))
+    plain = _episode("b", "Locke was born in Wrington.", "Wrington", 1.0)
+    retried = dataclasses.replace(plain, turns=(broken, *plain.turns))  # error, search, answer
+    gave_up = dataclasses.replace(plain, turns=(broken, plain.turns[-1]))  # error, answer
+    assert episodes["after_errors"](retried) == [True]
+    assert episodes["after_errors"](gave_up) == [False]
+    assert episodes["after_errors"](plain) == []
+    stats = episodes["episode_stats"]([retried, gave_up, plain], tasks)
+    assert stats["refused_turns"] == pytest.approx(2 / 3)
+    assert stats["retries"] == pytest.approx(1 / 3)
