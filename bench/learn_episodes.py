@@ -80,11 +80,12 @@ def unsearched(t: Trajectory) -> str | None:
 
 def after_errors(t: Trajectory) -> list[bool]:
     """For each turn the env refused with an error (every turn but an episode's last gets an
-    observation): whether the next turn ran a tool (a retry) rather than answering or failing
-    again. A student trained only on clean teacher episodes answered right after an error
-    (session 53)."""
+    observation): whether the next turn's call ran (a retry), rather than answering or failing
+    again (a call's name is recorded even when refused, so its observation decides; a call in
+    the episode's last turn, which the turn budget cut, did not run). A student trained only
+    on clean teacher episodes answered right after an error (session 53)."""
     return [
-        any(n != "?" for n in after.tool_calls)
+        bool(after.tool_calls) and bool(after.observation) and not refused(after.observation)
         for u, after in zip(t.turns, t.turns[1:], strict=False)
         if refused(u.observation)
     ]

@@ -13,9 +13,10 @@ through the task set, never through the request (`TurnRequest` carries no gold);
 
 With `recover_share`, that share of its episodes open with a broken search call of the kinds a
 trained student writes (a query looped to the token budget and never closed, a title's quotes
-left unescaped, a stray bracket after the JSON), given as a forced turn (no loss on it), then
-recover: the env's error, and the search written well. A student that never saw an error
-answered in the very next turn after one (10 of 513 evaluated episodes, session 53).
+left unescaped, a stray bracket after the JSON, a visit argument given to search), given as a
+forced turn (no loss on it), then recover: the env's error, and the same search written well.
+A student that never saw an error answered in the very next turn after one (10 of 513
+evaluated episodes, session 53).
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ RETRY_THOUGHTS = (
     "Not found yet; search again with other words.",
 )
 RECOVER_THOUGHTS = (
-    "That call was not valid and did not run. Search again, written correctly.",
-    "The tool call failed. Let me write the search again.",
-    "The call was malformed. Try the search once more with valid JSON.",
+    "That call was not valid and did not run. The same search, written correctly.",
+    "The tool call failed. Let me write the search again, as the error says.",
+    "The call was malformed. Try the same query once more as valid JSON.",
 )
 ANSWER_THOUGHTS = (
     '{source} says: "{quote}" So the answer is {answer}.',
@@ -170,12 +171,16 @@ def _as_typed(question: str, words: int = SHORT_QUESTION_WORDS) -> tuple[str, ..
 
 
 def broken_search(query: str, think: str, rng: random.Random) -> str:
-    """A search call for `query` broken as trained students break theirs (session 53's evals):
-    a word looped until the token budget cut it (never closed), a title in unescaped quotes,
-    or a stray bracket after the JSON. The env answers each with an error."""
+    """A search call for `query` broken as trained students break theirs (sessions 53-54's
+    evals): a word looped until the token budget cut it (never closed), a title in unescaped
+    quotes, a stray bracket after the JSON, or an argument of visit's given to search. The env
+    answers each with an error."""
     head = f'<think>\n{think}\n</think>\n<tool_call>\n{{"name": "search", "arguments": {{"query": "'
     words = query.split()
-    kind = rng.randrange(3)
+    kind = rng.randrange(4)
+    if kind == 3:
+        goal = rng.choice((f"find {keywords(query, 4)}", "search"))
+        return format_tool_call("search", {"query": query, "goal": goal}, think=think)
     if kind == 0:
         return head + " ".join([query, *[words[-1].strip("\"'.,?")] * 24])
     if kind == 1:  # its own quotes left as they are, or quotes put around the names it holds
@@ -235,6 +240,8 @@ class ResearchTeacher:
             raise ConfigError(f"recover_share={recover_share} must be in [0, 1)")
         self.tasks, self.chat, self.max_turns = tasks, chat, max_turns
         self.known_only, self.recover_share = known_only, recover_share
+        # the query each broken call meant, by its text: the recovery writes that search well
+        self._meant: dict[str, str] = {}
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
         return [self._broken(r) or Generation(text=self.turn(r)) for r in requests]
@@ -249,7 +256,9 @@ class ResearchTeacher:
         question = request.messages[1]["content"]
         query = self._query(task, question, observations(request), random.Random(request.seed), 0)
         think = rng.choice(SEARCH_THOUGHTS).format(what=keywords(query, 4))
-        return Generation(text=broken_search(query, think, rng), forced=True)
+        text = broken_search(query, think, rng)
+        self._meant[text.strip()] = query
+        return Generation(text=text, forced=True)
 
     def turn(self, request: TurnRequest) -> str:
         task = self.tasks.by_question(request.question)
@@ -272,6 +281,8 @@ class ResearchTeacher:
             )
         if request.turn - recovering == 0:
             query = self._query(task, question, seen, rng, 0)
+            if recovering:  # the search the broken call meant, written well this time
+                query = self._meant.get(request.messages[2]["content"].strip(), query)
             # the think names the topic in a few words: a long question repeated twice overflows a small
             # model's turn budget (max_new_tokens), and the student then never closes its call
             what = keywords(query, 4)

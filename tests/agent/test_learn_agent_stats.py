@@ -647,13 +647,16 @@ def test_a_turn_after_an_error_is_counted_as_a_retry_only_when_a_tool_ran() -> N
     episodes = _script("learn_episodes")
     tasks = TaskSet([Task("b", "Where was John Locke born?", ("Wrington",))])
     error = "<tool_response>\nError: the tool call is not valid JSON (Extra data)."
-    broken = Turn(text="x", ids=(1,), logprobs=(0.0,), observation=error, tool_calls=("?",))
+    broken = Turn(text="x", ids=(1,), logprobs=(0.0,), observation=error, tool_calls=("search",))
     plain = _episode("b", "Locke was born in Wrington.", "Wrington", 1.0)
     retried = dataclasses.replace(plain, turns=(broken, *plain.turns))  # error, search, answer
     gave_up = dataclasses.replace(plain, turns=(broken, plain.turns[-1]))  # error, answer
+    # the same broken call again: its name is recorded, but the env refused it too
+    again = dataclasses.replace(plain, turns=(broken, broken, plain.turns[-1]))
     assert episodes["after_errors"](retried) == [True]
     assert episodes["after_errors"](gave_up) == [False]
+    assert episodes["after_errors"](again) == [False, False]
     assert episodes["after_errors"](plain) == []
-    stats = episodes["episode_stats"]([retried, gave_up, plain], tasks)
-    assert stats["refused_turns"] == pytest.approx(2 / 3)
-    assert stats["retries"] == pytest.approx(1 / 3)
+    stats = episodes["episode_stats"]([retried, gave_up, again, plain], tasks)
+    assert stats["refused_turns"] == pytest.approx(4 / 4)
+    assert stats["retries"] == pytest.approx(1 / 4)

@@ -142,15 +142,45 @@ def test_a_rule_on_the_answer_name_is_not_searched_but_checked_before_answering(
 def test_a_broken_search_is_one_the_env_refuses_with_an_error(query: str) -> None:
     """Each kind of broken call (looped and never closed, unescaped quotes, a stray bracket)
     runs no tool and answers nothing: the env's observation is an error."""
-    tools = {"search": {"type": "object"}, "answer": {"type": "object"}}
+    tools = {
+        "search": {"type": "object", "properties": {"query": {}}, "required": ["query"]},
+        "answer": {"type": "object"},
+    }
+    kinds = ("is never closed", "is not valid JSON", "unexpected argument 'goal'")
     errors = set()
-    for seed in range(30):
+    for seed in range(40):
         text = broken_search(query, "Let me search.", random.Random(seed))
         action = parse_turn(text, tools)
         assert action.answer is None and action.items, text
         assert all(isinstance(c, CallError) for c in action.items)
-        errors |= {c.message.split(" (")[0].split(" at character")[0] for c in action.errors}
-    assert errors == {"Error: the <tool_call>", "Error: the tool call is not valid JSON"}
+        errors |= {k for c in action.errors for k in kinds if k in c.message}
+    assert errors == set(kinds)
     assert evidence_text(f"<tool_response>\nError: the call {query}") == ""
     with pytest.raises(ConfigError, match="recover_share=1"):
         ResearchTeacher(TaskSet([TASK], "one"), recover_share=1)
+
+
+def test_a_recovering_episode_writes_well_the_search_its_broken_call_meant() -> None:
+    teacher = ResearchTeacher(TaskSet([TASK], "one"), known_only=True, recover_share=0.99)
+    start = ({"role": "system", "content": ""}, {"role": "user", "content": QUESTION})
+    plain = "".join
+    for seed in range(20):
+        first = TurnRequest(messages=start, ids=(), max_new_tokens=96, seed=seed, turn=0)
+        (broken,) = teacher.act([first])
+        assert broken.forced
+        error = {"role": "user", "content": "<tool_response>\nError: the call is broken."}
+        after = TurnRequest(
+            messages=(*start, {"role": "assistant", "content": broken.text}, error),
+            ids=(),
+            max_new_tokens=96,
+            seed=seed + 1000,
+            turn=1,
+        )
+        (fixed,) = teacher.act([after])
+        assert not fixed.forced
+        call = re.search(r"<tool_call>\s*(\{.*\})\s*</tool_call>", fixed.text, re.S)
+        assert call is not None
+        query = json.loads(call.group(1))["arguments"]["query"]
+        assert plain(c for c in query if c not in '"\\') in plain(
+            c for c in broken.text if c not in '"\\'
+        )
