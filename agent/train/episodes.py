@@ -285,7 +285,8 @@ def retokenize(t: Trajectory, chat: ChatFormat, budget: Budget) -> Trajectory:
         chat=chat,
     )
     for i, turn in enumerate(t.turns):
-        ep.add_generation(Generation(text=turn.text, forced=turn.forced))
+        # given positions do not carry over to other token ids: such a turn is given whole
+        ep.add_generation(Generation(text=turn.text, forced=turn.forced or bool(turn.forced_at)))
         if i < len(t.turns) - 1:
             ep.add_observation(turn.observation)
     ep.finish(terminated=t.terminated, truncated=t.truncated)

@@ -34,15 +34,16 @@ from wikisim.errors import ConfigError
 
 
 def well_formed_correct(t: Trajectory, min_reward: float = 1.0) -> bool:
-    """Ended by an answer (not cut by a budget), every turn of its own parsed (a turn cut at the
-    token budget or malformed names no tool: "?"; a forced one, a broken call the teacher
-    recovers from, is not learned), and scored at least `min_reward`."""
+    """Ended by an answer (not cut by a budget), every turn parsed (a turn cut at the token
+    budget or malformed names no tool: "?") but one whose fault was given, not learned (forced,
+    or `forced_at` its tokens from the fault on: a broken call the teacher recovers from), and
+    scored at least `min_reward`."""
     return (
         t.terminated
         and not t.truncated
         and t.answer is not None
         and t.reward >= min_reward
-        and not any("?" in u.tool_calls for u in t.turns if not u.forced)
+        and not any("?" in u.tool_calls for u in t.turns if not (u.forced or u.forced_at))
     )
 
 

@@ -13,14 +13,16 @@ through the task set, never through the request (`TurnRequest` carries no gold);
 
 With `recover_share`, that share of its episodes open with a broken search call of the kinds a
 trained student writes (a query looped to the token budget and never closed, a title's quotes
-left unescaped, a stray bracket after the JSON, a visit argument given to search), given as a
-forced turn (no loss on it), then recover: the env's error, and the same search written well.
+left unescaped, a stray bracket after the JSON, a visit argument given to search), its fault on
+given (no loss from there; what it shares with the well-formed call is learned), then recover:
+the env's error, and the same search written well.
 A student that never saw an error answered in the very next turn after one (10 of 513
 evaluated episodes, session 53).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Sequence
@@ -247,8 +249,11 @@ class ResearchTeacher:
         return [self._broken(r) or Generation(text=self.turn(r)) for r in requests]
 
     def _broken(self, request: TurnRequest) -> Generation | None:
-        """The forced broken first call of an episode that will recover (drawn apart from the
-        turn's own choices, so the other episodes are those `recover_share=0` plays)."""
+        """The broken first call of an episode that will recover (drawn apart from the turn's
+        own choices, so the other episodes are those `recover_share=0` plays). What it shares
+        with the well-formed call (the think, the tag, the query up to the fault) is learned,
+        as a first turn must be; from its fault on it is given (`forced_at`). Without a chat
+        format to tokenise it, the whole turn is given (`forced`)."""
         rng = random.Random(f"{request.seed}:recover")
         if request.turn or not self.recover_share or rng.random() >= self.recover_share:
             return None
@@ -258,7 +263,14 @@ class ResearchTeacher:
         think = rng.choice(SEARCH_THOUGHTS).format(what=keywords(query, 4))
         text = broken_search(query, think, rng)
         self._meant[text.strip()] = query
-        return Generation(text=text, forced=True)
+        if self.chat is None:
+            return Generation(text=text, forced=True)
+        good = format_tool_call("search", {"query": query}, think=think)
+        fault = len(os.path.commonprefix([text, good]))  # the first character that differs
+        enc = self.chat.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = tuple(enc["input_ids"])
+        given = tuple(j for j, (_, end) in enumerate(enc["offset_mapping"]) if end > fault)
+        return Generation(text=text, ids=ids, logprobs=(0.0,) * len(ids), forced_at=given)
 
     def turn(self, request: TurnRequest) -> str:
         task = self.tasks.by_question(request.question)

@@ -91,18 +91,27 @@ def test_recovering_episodes_learn_only_the_search_after_the_error(teacher_data,
     runner = runner_for(tasks, max_turns=4, max_new_tokens=96, slots=8)
     teacher = ResearchTeacher(tasks, chat, recover_share=0.5)
     kept, _ = rejection_sample(runner.teacher(teacher, chat, seed=0), tasks.ids(), 3)
-    recovered = [t for t in kept if t.turns[0].forced]
+    recovered = [t for t in kept if t.turns[0].forced_at]
     assert recovered and len(recovered) < len(kept)
+    tok = smol[0]
     for t in recovered:
         first, second = t.turns[0], t.turns[1]
         assert first.tool_calls == ("?",) and "Error:" in first.observation
-        assert second.tool_calls == ("search",) and not second.forced
-        mask = t.loss_mask()
+        assert second.tool_calls == ("search",) and not second.forced and not second.forced_at
         start = len(t.prompt_ids)
-        assert not any(mask[start : start + len(first.ids)])  # the broken call is not learned
+        mask = t.loss_mask()[start : start + len(first.ids)]
+        learned = [i for i, m in zip(first.ids, mask, strict=True) if m]
+        # learned: the well-formed start of the call; given: the fault and all after it
+        assert mask == sorted(mask, reverse=True) and 0 < len(learned) < len(mask)
+        start_text = tok.decode(learned)
+        assert first.text.startswith(start_text)
+        assert '<tool_call>\n{"name": "search", "arguments": {"query": "' in start_text
+        # the query as far as it was typed right is learned; the search after the error is it
+        typed = start_text.split('"query": "', 1)[1]
+        assert f'"query": "{typed}' in second.text
         assert answer_observed(t) and t.reward == 1.0
     plain = {tuple(t.token_ids()) for t in teacher_data[0]}
-    assert all(tuple(t.token_ids()) in plain for t in kept if not t.turns[0].forced)
+    assert all(tuple(t.token_ids()) in plain for t in kept if not t.turns[0].forced_at)
 
 
 def test_sft_data_holds_only_answers_read_in_an_observation(teacher_data, tasks, smol):
