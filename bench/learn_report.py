@@ -258,6 +258,22 @@ def stage_times(times: dict, runs: list[dict]) -> dict:
     return {**times, **per_seed}
 
 
+def stopped_early(run: dict, args: dict) -> str | None:
+    """Why a seed's GRPO ran fewer steps than asked, if it did: a GRPO the guard or the deadline
+    cut is not the method's, and its row must not read as if it were."""
+    ran = run["grpo_steps_run"]
+    kept = run.get("grpo_kept_step", ran)
+    if kept != ran:
+        return f"the collapse guard stopped GRPO after step {ran} and kept step {kept}'s weights"
+    asked = args.get("grpo_steps", ran)
+    if ran < asked:
+        return (
+            f"the deadline stopped GRPO after {ran} of the {asked} steps asked "
+            f"(--deadline-s {args.get('deadline_s', 0):g})"
+        )
+    return None
+
+
 def report(
     args: dict,
     baseline: dict,
@@ -282,6 +298,7 @@ def report(
         "runs": runs,
         "baseline": baseline,
         "stages": summary["stages"],
+        "stopped_early": {r["seed"]: why for r in runs if (why := stopped_early(r, args))},
     }
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_name(f"{stem.name}.json").write_text(json.dumps(result, indent=1))
@@ -300,11 +317,7 @@ def report(
                 f"seed {r['seed']}: the collapse guard failed step {step}'s check; GRPO went on "
                 f"from step {back_to}'s weights"
             )
-        kept = r.get("grpo_kept_step", r["grpo_steps_run"])
-        if kept != r["grpo_steps_run"]:
-            print(
-                f"seed {r['seed']}: the collapse guard stopped GRPO after step {r['grpo_steps_run']} "
-                f"and kept step {kept}'s weights"
-            )
+        if why := stopped_early(r, args):
+            print(f"seed {r['seed']}: {why}")
     print(f"wall time {wall:.0f}s on {args['device']}; wrote {stem}.json and .png")
     print(json.dumps({"stages": summary["stages"], "targets": summary["targets"]}))

@@ -477,6 +477,32 @@ def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
     assert report["rollbacks"]({"grpo_curve": kept[1:2]}) == []
 
 
+def test_a_grpo_the_guard_or_the_deadline_cut_short_says_so_in_the_report() -> None:
+    """A run to a deadline may leave GRPO one step a seed (session 55): its row must not read
+    as the method's 28 steps."""
+    stopped_early = _script("learn_report")["stopped_early"]
+    args = {"grpo_steps": 28, "deadline_s": 6900.0}
+    assert stopped_early({"grpo_steps_run": 28, "grpo_kept_step": 28}, args) is None
+    cut = stopped_early({"grpo_steps_run": 1, "grpo_kept_step": 1}, args)
+    assert cut == "the deadline stopped GRPO after 1 of the 28 steps asked (--deadline-s 6900)"
+    guard = stopped_early({"grpo_steps_run": 8, "grpo_kept_step": 4}, args)
+    assert guard == "the collapse guard stopped GRPO after step 8 and kept step 4's weights"
+
+
+def test_the_cpu_profile_is_the_method_and_sizes_of_the_readmes_table() -> None:
+    """`python bench/learn_agent.py` on a CPU runs what the README's table reports (its three
+    parts, shipped), every held-out question and no deadline, not a budget that cuts GRPO."""
+    bench = _script("learn_agent")
+    args = vars(bench["settings"](["--device", "cpu"]))
+    names = ["s52_penalty_seed0", "s51_penalty_seed1", "s53_penalty_seed2"]
+    files = [REPO_ROOT / "bench" / "results" / f"learn_agent_cpu_{n}.json" for n in names]
+    for f in files:
+        part = json.loads(f.read_text())
+        assert bench["method_differs"]([str(f), "cpu"], [part, {"args": args}]) == ""
+        assert all(args[k] == part["args"][k] for k in ("grpo_steps", "own_starts", "eval_limit"))
+    assert args["deadline_s"] == 0 and args["seeds"] == [0, 1, 2] and args["save_every"] == 4
+
+
 def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
     tmp_path, monkeypatch, capsys
 ) -> None:
