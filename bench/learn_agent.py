@@ -139,6 +139,10 @@ GRPO_CURVE = (
     "health_rolled_back",  # a failed check that went back to health_kept_step's weights
     "health_kept_step",
     "loss",
+    "time_generate",  # a step's rollouts
+    "time_train",  # its update
+    "time_health",  # the collapse guard's check after it
+    "time_dev_eval",  # its held-out point
 )
 
 

@@ -274,6 +274,37 @@ def stopped_early(run: dict, args: dict) -> str | None:
     return None
 
 
+GRPO_PARTS = {
+    "generate": "time_generate",
+    "train": "time_train",
+    "guard": "time_health",
+    "dev": "time_dev_eval",
+}
+
+
+def grpo_time(run: dict) -> dict[str, float] | None:
+    """Where a seed's GRPO wall time went (s): its steps' rollouts and updates, the guard's
+    checks after them, the held-out points, and the rest (its own episodes, the guard's first
+    check, loading and checkpoints); None for a run whose curve predates the step timings. The
+    2-hour target is judged on this: which part a faster path would have to shrink."""
+    curve = run.get("grpo_curve") or []
+    if not curve or "time_train" not in curve[0]:
+        return None
+    parts = {k: sum(r.get(key, 0.0) for r in curve) for k, key in GRPO_PARTS.items()}
+    return {**parts, "rest": run["time_s"]["grpo"] - sum(parts.values())}
+
+
+def grpo_time_line(runs: list[dict]) -> str | None:
+    """The mean over the seeds of `grpo_time`, each part with its share of GRPO's time."""
+    times = [t for r in runs if (t := grpo_time(r))]
+    if not times:
+        return None
+    mean = {k: statistics.mean(t[k] for t in times) for k in times[0]}
+    total = sum(mean.values())
+    parts = ", ".join(f"{k} {v:.0f} s ({v / total:.0%})" for k, v in mean.items())
+    return f"GRPO's time a seed (mean of {len(times)}): {parts}"
+
+
 def report(
     args: dict,
     baseline: dict,
@@ -299,6 +330,7 @@ def report(
         "baseline": baseline,
         "stages": summary["stages"],
         "stopped_early": {r["seed"]: why for r in runs if (why := stopped_early(r, args))},
+        "grpo_time_s": {r["seed"]: t for r in runs if (t := grpo_time(r))},
     }
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_name(f"{stem.name}.json").write_text(json.dumps(result, indent=1))
@@ -307,6 +339,8 @@ def report(
     print(
         f"\nstage wall times (s; a seed's stages: mean per seed): {json.dumps({k: round(v, 1) for k, v in times.items()})}"
     )
+    if line := grpo_time_line(runs):
+        print(line)
     for r in runs:
         print(
             f"seed {r['seed']}: kept {r['rejection']['kept']}/{r['rejection']['tried']} teacher episodes "

@@ -489,6 +489,26 @@ def test_a_grpo_the_guard_or_the_deadline_cut_short_says_so_in_the_report() -> N
     assert guard == "the collapse guard stopped GRPO after step 8 and kept step 4's weights"
 
 
+def test_the_report_splits_grpos_time_into_steps_checks_and_the_rest() -> None:
+    """Where GRPO's hour a seed goes (the 2-hour target): the steps' rollouts and updates, the
+    guard's checks and held-out points summed off the curve, the rest its own episodes and
+    loading; a part whose curve has no step timings (written before them) has no split."""
+    rep = _script("learn_report")
+    curve = [
+        {"step": 1, "time_generate": 30.0, "time_train": 70.0, "time_dev_eval": 0.0},
+        {"step": 2, "time_generate": 10.0, "time_train": 20.0, "time_health": 60.0},
+    ]
+    run = {"seed": 0, "grpo_curve": curve, "time_s": {"grpo": 500.0}}
+    split = rep["grpo_time"](run)
+    assert split == {"generate": 40.0, "train": 90.0, "guard": 60.0, "dev": 0.0, "rest": 310.0}
+    assert rep["grpo_time"]({"grpo_curve": [{"step": 1, "reward": 0.0}]}) is None
+    line = rep["grpo_time_line"]([run, {**run, "seed": 1, "time_s": {"grpo": 700.0}}])
+    assert line == (
+        "GRPO's time a seed (mean of 2): generate 40 s (7%), train 90 s (15%), "
+        "guard 60 s (10%), dev 0 s (0%), rest 410 s (68%)"
+    )
+
+
 def test_the_cpu_profile_is_the_method_and_sizes_of_the_readmes_table() -> None:
     """`python bench/learn_agent.py` on a CPU runs what the README's table reports (its three
     parts, shipped), every held-out question and no deadline, not a budget that cuts GRPO."""
