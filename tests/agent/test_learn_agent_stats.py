@@ -470,7 +470,7 @@ def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
         {"step": 12, "reward": 0.2, **figures, "health_rolled_back": 2.0, "health_kept_step": 8.0},
         {"step": 16, "reward": 0.0, **figures, "health_kept_step": 8.0},  # the stop
     ]
-    logged = [{**c, "time_health": 90.0} for c in curve]
+    logged = [{**c, "kl": 0.01} for c in curve]
     kept = [{k: r[k] for k in bench["GRPO_CURVE"] if k in r} for r in logged]
     assert kept == curve  # the bench keeps what the guard logged
     assert report["rollbacks"]({"grpo_curve": kept}) == [(4, 0), (12, 8)]

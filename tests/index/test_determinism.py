@@ -79,3 +79,22 @@ def test_ray_engine_on_two_cpu_workers_builds_the_same_index(tmp_path: Path) -> 
         "2",
     )
     assert "dense/index.faiss" in local and ray == local
+
+
+def test_every_package_a_manifest_hash_holds_is_pinned() -> None:
+    """A manifest's hash holds the versions of `RESULT_PACKAGES`, and the shipped tasks carry the
+    bundled index's hash: a package left to float changes it on the next fresh install (session
+    56: transformers 5.25.0 reached the package index and the shipped tasks no longer matched)."""
+    import tomllib
+    from importlib.metadata import version
+
+    from wikisim.index.manifest import RESULT_PACKAGES
+    from wikisim.paths import REPO_ROOT
+
+    pins = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = dict(p.split("==") for p in pins if "==" in p)
+    for name in RESULT_PACKAGES:
+        if name == "wikisim":
+            continue
+        assert name in pinned, f"{name} enters the manifest hash: pin it in pyproject.toml"
+        assert version(name).split("+")[0] == pinned[name], name
