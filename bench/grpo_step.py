@@ -10,6 +10,11 @@ tokens and 120 observation tokens, so 600-1,000 tokens and a micro-batch pads it
 sequences, as real ones do; the held-out episodes of the SFT adapter average ~670 tokens); the
 loss and gradient norm the variants report must agree.
 
+`--precisions no,bf16` also times the kept update at the first micro-batch size under each
+precision (`GRPOConfig.mixed_precision`: Accelerate's autocast, which on a CPU with AVX-512 BF16
+runs the matmuls in bf16; the trainer's "auto" is fp32 on any CPU), with the loss and gradient
+norm each gives.
+
 `--trainer sft` times one SFT step instead (`agent.train.sft.sft_loss` over the micro-batches,
 then the optimizer), which keeps the same positions (the policy's tokens) since it too stopped
 running the lm_head everywhere.
@@ -18,6 +23,7 @@ Peak memory is the process's resident set sampled every 5 ms during the update, 
 set just before it.
 
     nice -n 10 .venv/bin/python bench/grpo_step.py [--trainer sft] [--sequences 6] [--micro-batches 1,2,4]
+    .venv/bin/python bench/grpo_step.py --micro-batches 1 --precisions no,bf16
 Writes bench/results/{grpo,sft}_step.json; prints one line per variant and, last, a JSON summary.
 """
 
@@ -43,7 +49,7 @@ import torch  # noqa: E402
 import agent.train.grpo as grpo  # noqa: E402
 import agent.train.sft as sft  # noqa: E402
 from agent.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agent.train.config import GRPOConfig, SFTConfig  # noqa: E402
+from agent.train.config import GRPOConfig, Precision, SFTConfig  # noqa: E402
 from agent.train.loop import (  # noqa: E402
     collate,
     load_model,
@@ -126,6 +132,9 @@ class PeakRSS:
 def _timed(cfg: GRPOConfig | SFTConfig, init: str, run: Callable[..., dict[str, float]]) -> dict:
     """`run(model, opt, sched, acc, pad_id)` from the shipped adapter with fresh weights and
     optimizer, timed and its peak memory sampled; its row."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=True)  # one process, several precisions
     acc = make_accelerator(cfg)
     tok, model = load_model(cfg, init)
     opt, sched = make_optimizer(cfg, model, 1)
@@ -144,9 +153,12 @@ def _timed(cfg: GRPOConfig | SFTConfig, init: str, run: Callable[..., dict[str, 
     }
 
 
-def update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) -> dict[str, float]:
-    """One GRPO update (`agent.train.grpo.grpo_update`)."""
+def update(
+    args: argparse.Namespace, micro: int, trajs: list[Trajectory], precision: Precision = "no"
+) -> dict[str, float]:
+    """One GRPO update (`agent.train.grpo.grpo_update`) under `precision`."""
     cfg = GRPOConfig(
+        mixed_precision=precision,
         output_dir=str(RESULTS / "grpo_step_run"),
         model="smollm2",
         init_checkpoint=args.init,
@@ -189,6 +201,23 @@ def sft_update(args: argparse.Namespace, micro: int, trajs: list[Trajectory]) ->
     return _timed(cfg, args.init, run)
 
 
+def precision_ratios(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """fp32's time over each other precision's, and how far its loss and gradient norm moved,
+    on the kept update at the same micro-batch size."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if not r["variant"].startswith("kept "):
+            continue
+        base = next(
+            b for b in rows if b["variant"] == "kept" and b["micro_batch"] == r["micro_batch"]
+        )
+        q = r["variant"].split()[1]
+        out[f"time_ratio_fp32_over_{q}"] = base["time_s"] / r["time_s"]
+        out[f"loss_abs_diff_{q}"] = abs(base["loss"] - r["loss"])
+        out[f"grad_norm_rel_diff_{q}"] = abs(base["grad_norm"] - r["grad_norm"]) / base["grad_norm"]
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trainer", choices=("grpo", "sft"), default="grpo")
@@ -196,6 +225,12 @@ def main() -> None:
     p.add_argument("--sequences", type=int, default=6)
     p.add_argument("--micro-batches", default="1,2,4", help="micro-batch sizes of the kept variant")
     p.add_argument("--full-micro-batch", type=int, default=1)
+    p.add_argument(
+        "--precisions",
+        default="no",
+        help="GRPO only: precisions to time the kept update under, at the first micro-batch size "
+        "(no,bf16: fp32 against bf16 autocast)",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -215,6 +250,11 @@ def main() -> None:
     for micro in (int(m) for m in args.micro_batches.split(",")):
         rows.append({"variant": "kept", **step(args, micro, trajs)})
         print(rows[-1], flush=True)
+    precisions = [q for q in args.precisions.split(",") if q != "no"]
+    for precision in precisions if args.trainer == "grpo" else []:
+        micro = int(args.micro_batches.split(",")[0])
+        rows.append({"variant": f"kept {precision}", **update(args, micro, trajs, precision)})
+        print(rows[-1], flush=True)
     for r in rows:
         print(
             f"{r['variant']} micro-batch {r['micro_batch']}: {r['time_s']:.1f}s, "
@@ -232,6 +272,7 @@ def main() -> None:
         "peak_rss_ratio_full_over_kept": base["peak_rss_gb"] / max(same["peak_rss_gb"], 1e-9),
         "loss_abs_diff": abs(base["loss"] - same["loss"]),
         "grad_norm_rel_diff": abs(base["grad_norm"] - same["grad_norm"]) / base["grad_norm"],
+        **precision_ratios(rows),
         "threads": args.threads,
         "load_avg_1min": os.getloadavg()[0],
     }
