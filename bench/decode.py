@@ -9,8 +9,9 @@ system prompt), the same model and seeds, at temperature 1: the loop that sample
 its own `torch.multinomial` (what `TransformersPolicy` did first), the batched sampler fed logits
 copied to the host (what it did until the arithmetic moved to the model's device; the same as the
 policy on a CPU), the policy with its growing cache ("batched") and in fixed-shape buffers
-("fixed": each step one CUDA graph on a GPU, the policy's default there), alternated `--repeats` times so that a shared machine's
-load falls on all alike; each one's best (least loaded) repeat is reported. The sampling step
+("fixed": each step one CUDA graph on a GPU, the policy's default there), and the batched
+policy under bf16 autocast ("bf16": GRPO's sampler under `mixed_precision: bf16`), alternated
+`--repeats` times so that a shared machine's load falls on all alike; each one's best (least loaded) repeat is reported. The sampling step
 alone (one batch of logits to ids) is timed too. Prints tokens/s of each and the policy's ratio
 to each baseline, the fixed path's ratio to the batched one and the share of rows whose ids the
 two agree on (the same seeds; floating-point noise can part them); writes
@@ -26,13 +27,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
 from agent.rollout.episodes import make_envs  # noqa: E402
-from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
+from agent.rollout.policies.transformers_policy import (  # noqa: E402
+    Sampled,
+    SamplingConfig,
+    TransformersPolicy,
+)
 from agent.rollout.react import Budget, Episode, Generation, TurnRequest  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import load_tasks  # noqa: E402
@@ -64,6 +70,15 @@ class HostSamplingPolicy(TransformersPolicy):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         tok, lp = super()._sample(logits.cpu(), gens)
         return tok.to(logits.device), lp
+
+
+class AutocastPolicy(TransformersPolicy):
+    """The batched policy with every forward under bf16 autocast: how GRPO's sampler runs under
+    `mixed_precision: bf16` (Accelerate wraps the prepared model's forward)."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> list[Sampled]:
+        with torch.autocast(self.model.device.type, dtype=torch.bfloat16):
+            return super().generate(*args, **kwargs)
 
 
 def first_turns(policy: TransformersPolicy, n: int, max_new: int, index: str) -> list[TurnRequest]:
@@ -143,6 +158,7 @@ def main() -> None:
         "host_sampling": HostSamplingPolicy(tok, model, name="host", sampling=sampling),
         "batched": batched,
         "fixed": TransformersPolicy(tok, model, name="fixed", sampling=fixed),
+        "bf16": AutocastPolicy(tok, model, name="bf16", sampling=sampling),
     }
     runs: dict[str, list[dict]] = {k: [] for k in policies}
     for policy in policies.values():
@@ -167,6 +183,10 @@ def main() -> None:
     out["fixed_same_ids_share"] = sum(
         a.ids == b.ids for a, b in zip(turns["batched"], turns["fixed"], strict=True)
     ) / len(turns["fixed"])
+    out["bf16_over_batched"] = out["bf16"]["tokens_per_s"] / out["batched"]["tokens_per_s"]
+    out["bf16_same_ids_share"] = sum(
+        a.ids == b.ids for a, b in zip(turns["batched"], turns["bf16"], strict=True)
+    ) / len(turns["bf16"])
     after = out["batched"]
     out["speedup"] = after["tokens_per_s"] / out["row_loop"]["tokens_per_s"]
     out["speedup_over_host_sampling"] = after["tokens_per_s"] / out["host_sampling"]["tokens_per_s"]
@@ -183,7 +203,8 @@ def main() -> None:
         + f"; batched / row loop {out['speedup']:.2f}x, / host sampling "
         f"{out['speedup_over_host_sampling']:.2f}x; fixed / batched {out['fixed_over_batched']:.2f}x "
         f"({out['fixed']['graph_steps']} graph steps, fallback: {out['fixed']['graph_fallback']}), "
-        f"same ids in {out['fixed_same_ids_share']:.0%} of rows; "
+        f"same ids in {out['fixed_same_ids_share']:.0%} of rows; bf16 autocast / batched "
+        f"{out['bf16_over_batched']:.2f}x, same ids in {out['bf16_same_ids_share']:.0%}; "
         f"{args.tasks} first turns, batch {args.batch}, "
         f"{args.device}, {args.threads} threads, load {out['load_avg_1min']:.1f}"
     )
