@@ -11,8 +11,8 @@ copied to the host (what it did until the arithmetic moved to the model's device
 policy on a CPU), the policy with its growing cache ("batched") and in fixed-shape buffers
 ("fixed": each step one CUDA graph on a GPU, the policy's default there), and the batched
 policy under bf16 autocast ("bf16": GRPO's sampler under `mixed_precision: bf16`), alternated
-`--repeats` times so that a shared machine's load falls on all alike; each one's best (least loaded) repeat is reported. The sampling step
-alone (one batch of logits to ids) is timed too. Prints tokens/s of each and the policy's ratio
+`--repeats` times so that a shared machine's load falls on all alike; each one's best (least
+loaded) repeat is reported. The sampling step alone (one batch of logits to ids) is timed too. Prints tokens/s of each and the policy's ratio
 to each baseline, the fixed path's ratio to the batched one and the share of rows whose ids the
 two agree on (the same seeds; floating-point noise can part them); writes
 bench/results/decode[_DEVICE].json (decode.json on the CPU).
@@ -113,6 +113,11 @@ def measure(policy: TransformersPolicy, reqs: list[TurnRequest]) -> tuple[dict, 
     }, turns
 
 
+def same_ids_share(a: list[Generation], b: list[Generation]) -> float:
+    """The share of rows two variants sampled the same ids for (the same seeds)."""
+    return sum(x.ids == y.ids for x, y in zip(a, b, strict=True)) / len(b)
+
+
 def sampling_step_ms(
     policy: TransformersPolicy, rows: int, vocab: int, device: str, repeats: int = 50
 ) -> float:
@@ -180,13 +185,9 @@ def main() -> None:
     assert graphs is not None
     out["fixed"] |= {"graph_steps": graphs.replays, "graph_fallback": graphs.fallback}
     out["fixed_over_batched"] = out["fixed"]["tokens_per_s"] / out["batched"]["tokens_per_s"]
-    out["fixed_same_ids_share"] = sum(
-        a.ids == b.ids for a, b in zip(turns["batched"], turns["fixed"], strict=True)
-    ) / len(turns["fixed"])
+    out["fixed_same_ids_share"] = same_ids_share(turns["batched"], turns["fixed"])
     out["bf16_over_batched"] = out["bf16"]["tokens_per_s"] / out["batched"]["tokens_per_s"]
-    out["bf16_same_ids_share"] = sum(
-        a.ids == b.ids for a, b in zip(turns["batched"], turns["bf16"], strict=True)
-    ) / len(turns["bf16"])
+    out["bf16_same_ids_share"] = same_ids_share(turns["batched"], turns["bf16"])
     after = out["batched"]
     out["speedup"] = after["tokens_per_s"] / out["row_loop"]["tokens_per_s"]
     out["speedup_over_host_sampling"] = after["tokens_per_s"] / out["host_sampling"]["tokens_per_s"]

@@ -250,11 +250,11 @@ def main() -> None:
     for micro in (int(m) for m in args.micro_batches.split(",")):
         rows.append({"variant": "kept", **step(args, micro, trajs)})
         print(rows[-1], flush=True)
-    precisions = [q for q in args.precisions.split(",") if q != "no"]
-    for precision in precisions if args.trainer == "grpo" else []:
+    if args.trainer == "grpo":
         micro = int(args.micro_batches.split(",")[0])
-        rows.append({"variant": f"kept {precision}", **update(args, micro, trajs, precision)})
-        print(rows[-1], flush=True)
+        for precision in (q for q in args.precisions.split(",") if q != "no"):
+            rows.append({"variant": f"kept {precision}", **update(args, micro, trajs, precision)})
+            print(rows[-1], flush=True)
     for r in rows:
         print(
             f"{r['variant']} micro-batch {r['micro_batch']}: {r['time_s']:.1f}s, "

@@ -476,6 +476,7 @@ class Bench:
                 list(read_trajectories(out / "grpo" / OWN_EPISODES))
             )
         res["time_s"]["grpo"] = time.perf_counter() - t0
+        res["grpo_resumed"] = a.resume  # then time_s counts only the part after the cut
         self.gpu_peak("grpo")
         res["grpo_curve"] = [
             {k: r[k] for k in GRPO_CURVE if k in r}

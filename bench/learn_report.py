@@ -285,10 +285,11 @@ GRPO_PARTS = {
 def grpo_time(run: dict) -> dict[str, float] | None:
     """Where a seed's GRPO wall time went (s): its steps' rollouts and updates, the guard's
     checks after them, the held-out points, and the rest (its own episodes, the guard's first
-    check, loading and checkpoints); None for a run whose curve predates the step timings. The
-    2-hour target is judged on this: which part a faster path would have to shrink."""
+    check, loading and checkpoints); None for a run whose curve predates the step timings, or a
+    resumed one (its GRPO time is the part after the cut, its curve all of it). The 2-hour target
+    is judged on this: which part a faster path would have to shrink."""
     curve = run.get("grpo_curve") or []
-    if not curve or "time_train" not in curve[0]:
+    if not curve or "time_train" not in curve[0] or run.get("grpo_resumed"):
         return None
     parts = {k: sum(r.get(key, 0.0) for r in curve) for k, key in GRPO_PARTS.items()}
     return {**parts, "rest": run["time_s"]["grpo"] - sum(parts.values())}

@@ -502,6 +502,7 @@ def test_the_report_splits_grpos_time_into_steps_checks_and_the_rest() -> None:
     split = rep["grpo_time"](run)
     assert split == {"generate": 40.0, "train": 90.0, "guard": 60.0, "dev": 0.0, "rest": 310.0}
     assert rep["grpo_time"]({"grpo_curve": [{"step": 1, "reward": 0.0}]}) is None
+    assert rep["grpo_time"]({**run, "grpo_resumed": True}) is None
     line = rep["grpo_time_line"]([run, {**run, "seed": 1, "time_s": {"grpo": 700.0}}])
     assert line == (
         "GRPO's time a seed (mean of 2): generate 40 s (7%), train 90 s (15%), "
