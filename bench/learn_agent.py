@@ -74,7 +74,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,11 +90,12 @@ from learn_report import (  # noqa: E402
 from agent.eval.harness import EvalConfig, evaluate  # noqa: E402
 from agent.eval.stats import bootstrap_mean  # noqa: E402
 from agent.rollout.models import load_local, smollm2_dir  # noqa: E402
+from agent.rollout.policies.base import DECODE_DTYPES  # noqa: E402
 from agent.rollout.policies.scripted import SearchAnswerPolicy  # noqa: E402
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy  # noqa: E402
 from agent.rollout.react import ChatFormat  # noqa: E402
 from agent.rollout.trajectory import Trajectory, read_trajectories, write_trajectories  # noqa: E402
-from agent.train.config import GRPOConfig, SFTConfig, recipe  # noqa: E402
+from agent.train.config import GRPOConfig, Precision, SFTConfig, recipe  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
 from agent.train.grpo import ProbeStart, probe_start, train_grpo  # noqa: E402
 from agent.train.loop import read_metrics  # noqa: E402
@@ -230,6 +231,7 @@ class Bench:
             max_context_tokens=args.max_context,
             slots=args.questions_per_step * args.group_size,
             think_budget=args.think_budget,
+            decode_dtype=args.decode_dtype,
         )
         self.held_ids = {k: set(v.ids()) for k, v in data.held.items()}
         self.gpu_peak_mb: dict[str, dict[str, float]] = {}  # stage -> peak allocated / reserved
@@ -257,7 +259,9 @@ class Bench:
                 model.to(self.device),
                 name=name,
                 sampling=SamplingConfig(
-                    batch_size=self.args.eval_batch, think_budget=self.args.think_budget
+                    batch_size=self.args.eval_batch,
+                    think_budget=self.args.think_budget,
+                    decode_dtype=self.args.decode_dtype,
                 ),
             )
         greedy = self._run(policy, name, policy_dir, where)
@@ -333,6 +337,7 @@ class Bench:
                 "temperature": 1.0 if samples else 0.0,
                 "max_new_tokens": a.max_new_tokens,
                 "think_budget": a.think_budget,
+                "decode_dtype": a.decode_dtype,
                 "max_context_tokens": a.max_context,
             },
         )
@@ -414,6 +419,8 @@ class Bench:
             group_size=a.group_size,
             micro_batch_size=a.micro_batch,
             cpu=self.device == "cpu",
+            mixed_precision=a.mixed_precision,
+            decode_dtype=a.decode_dtype,
             dev_every=a.dev_every,
             dev_k=2,
             save_every=a.save_every,
@@ -442,6 +449,7 @@ class Bench:
                 max_context_tokens=a.max_context,
                 slots=a.questions_per_step * a.group_size,
                 think_budget=a.think_budget,
+                decode_dtype=a.decode_dtype,
             )
         sampler = runner.sampler(tok)
         prior = None
@@ -548,6 +556,7 @@ class Bench:
             micro_batch_size=a.micro_batch,
             max_steps=a.sft_steps,
             cpu=self.device == "cpu",
+            mixed_precision=a.mixed_precision,
             resume=False,
         )
         sft = train_sft(scfg, kept)
@@ -598,7 +607,14 @@ class Bench:
 
 #: The flags that shape an episode of a checkpoint's eval besides the questions: `--reevaluate`
 #: merges runs only where they all agree.
-EVAL_FLAGS = ("max_turns", "max_new_tokens", "think_budget", "max_context", "pass_samples")
+EVAL_FLAGS = (
+    "max_turns",
+    "max_new_tokens",
+    "think_budget",
+    "decode_dtype",
+    "max_context",
+    "pass_samples",
+)
 
 #: The flags that decide a seed's teacher episodes, SFT weights and SFT eval: `--sft-from` reuses
 #: an earlier run's only where they all agree with this run's.
@@ -614,6 +630,7 @@ SFT_FLAGS = (
     "sft_lr",
     "lora_rank",
     "micro_batch",
+    "mixed_precision",
     *EVAL_FLAGS,
     "eval_limit",
     "eval_batch",
@@ -918,6 +935,20 @@ def arguments() -> argparse.ArgumentParser:
         "SamplingConfig.think_budget), in every model's evaluation and in GRPO's rollouts (0: none)",
     )
     p.add_argument("--max-context", type=int, default=GRPO_RECIPE.max_context_tokens)
+    p.add_argument(
+        "--decode-dtype",
+        choices=DECODE_DTYPES,
+        default=GRPO_RECIPE.decode_dtype,
+        help="what every model's evaluation and GRPO's rollouts, checks and dev points decode in "
+        "(SamplingConfig.decode_dtype): bfloat16 decodes from a bf16 copy of the weights",
+    )
+    p.add_argument(
+        "--mixed-precision",
+        choices=get_args(Precision),
+        default=GRPO_RECIPE.mixed_precision,
+        help="SFT's and GRPO's updates (TrainConfig.mixed_precision; auto: bf16 on a GPU that has "
+        "it, else fp32)",
+    )
     p.add_argument(
         "--deadline-s",
         type=float,

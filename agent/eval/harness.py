@@ -19,9 +19,10 @@ from agent.eval.metrics import breakdowns, summarize
 from agent.eval.report import write_csv, write_markdown, write_plots
 from agent.rollout.episodes import jobs_for, make_envs, rollout
 from agent.rollout.policies import Policy, make_policy
+from agent.rollout.policies.base import DecodeDtype
 from agent.rollout.react import Budget
 from agent.rollout.trajectory import Trajectory, write_trajectories
-from wikisim.checks import at_least
+from wikisim.checks import at_least, check_literals
 from wikisim.env.config import EnvConfig
 from wikisim.env.tasks import load_tasks
 from wikisim.flags import config_to_dict
@@ -45,8 +46,8 @@ class EvalConfig:
         env: the env's settings (task file, index, turn limit, retriever, reward, ...).
         seeds: episodes per task, with seeds first_seed..first_seed+seeds-1.
         envs: episodes live at once (the policy's batch across episodes).
-        temperature, top_p, batch_size, think_budget: sampling for local model policies
-            (`SamplingConfig`).
+        temperature, top_p, batch_size, think_budget, decode_dtype: sampling for local model
+            policies (`SamplingConfig`).
         max_new_tokens, max_context_tokens: agent-side budgets per turn and per episode.
         tokenizer: a model folder whose tokenizer gives text-only policies token ids.
         limit: evaluate only the first `limit` tasks (0: all).
@@ -61,6 +62,7 @@ class EvalConfig:
     top_p: float = 1.0
     batch_size: int = 8
     think_budget: int = 0
+    decode_dtype: DecodeDtype = "float32"
     max_new_tokens: int = Budget.max_new_tokens
     max_context_tokens: int = Budget.max_context_tokens
     tokenizer: str | None = None
@@ -68,6 +70,7 @@ class EvalConfig:
     first_seed: int = 0
 
     def __post_init__(self) -> None:
+        check_literals(self)
         at_least(
             "EvalConfig",
             1,
@@ -115,6 +118,7 @@ def evaluate(
         top_p=config.top_p,
         batch_size=config.batch_size,
         think_budget=config.think_budget,
+        decode_dtype=config.decode_dtype,
         tokenizer_path=config.tokenizer,
         tasks=tasks,
     )

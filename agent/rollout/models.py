@@ -180,6 +180,23 @@ def save_adapter(model, out: Path) -> Path:
     return out
 
 
+def for_decoding(model, dtype: str):
+    """`model` itself when its weights are in `dtype` (a torch dtype's name), else a copy in it
+    for decoding only (eval mode, no gradients; a LoRA model's adapters merged): a trainer
+    samples from bf16 weights while it keeps training its own (`SamplingConfig.decode_dtype`)."""
+    import copy
+
+    import torch
+
+    want = getattr(torch, dtype)
+    if next(model.parameters()).dtype == want:
+        return model
+    model = copy.deepcopy(model)
+    if hasattr(model, "merge_and_unload"):  # peft
+        model = model.merge_and_unload()
+    return model.to(want).eval().requires_grad_(False)
+
+
 def load_local(path: str | Path):
     """(tokenizer, model) from a local transformers folder, or a LoRA adapter folder (merged into its
     base); never touches a hub."""

@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 
 import yaml
 
+from agent.rollout.policies.base import DecodeDtype
 from agent.rollout.react import Budget
 from wikisim.checks import above, at_least, check_literals
 from wikisim.env.config import EnvConfig
@@ -58,6 +59,9 @@ class TrainConfig:
         8  # sequences per forward/backward; batches are accumulated to full size
     )
     mixed_precision: Precision = "auto"  # bf16 where the device supports it, else fp32
+    # what the in-process sampler decodes in (rollouts, checks, dev evals): bfloat16 samples from
+    # a bf16 copy of the weights trained (SamplingConfig.decode_dtype)
+    decode_dtype: DecodeDtype = "float32"
     lora_rank: int = 0  # 0 = full fine-tuning; > 0 trains LoRA adapters through peft
     lora_alpha: int = 16
     save_every: int = 0  # optimizer steps between checkpoints (0 = only at the end)

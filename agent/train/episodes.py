@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 
+from agent.rollout.policies.base import DecodeDtype
 from agent.rollout.react import Budget, ChatFormat, Episode, Generation
 from agent.rollout.trajectory import Trajectory
 from agent.train.config import TrainConfig
@@ -122,6 +123,7 @@ class EnvRunner:
         slots: int,
         system_prompt: str | None = None,
         think_budget: int = 0,
+        decode_dtype: DecodeDtype = "float32",
     ) -> None:
         from agent.rollout.episodes import make_envs
 
@@ -136,7 +138,8 @@ class EnvRunner:
             max_new_tokens=max_new_tokens,
         )
         self.batch_size = slots
-        self.think_budget = think_budget  # SamplingConfig.think_budget of the in-process sampler
+        # the in-process sampler's SamplingConfig.think_budget and decode_dtype
+        self.think_budget, self.decode_dtype = think_budget, decode_dtype
 
     @classmethod
     def for_run(
@@ -151,6 +154,7 @@ class EnvRunner:
             slots=slots,
             system_prompt=system_prompt,
             think_budget=cfg.think_budget,
+            decode_dtype=cfg.decode_dtype,
         )
 
     def close(self) -> None:
@@ -240,6 +244,7 @@ class EnvRunner:
                     temperature=temperature,
                     batch_size=self.batch_size,
                     think_budget=self.think_budget,
+                    decode_dtype=self.decode_dtype,
                 ),
             )
             try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.rollout.policies.base import Policy
+from agent.rollout.policies.base import DecodeDtype, Policy
 from agent.rollout.policies.scripted import OraclePolicy, SearchAnswerPolicy
 from agent.rollout.react import ChatFormat
 from wikisim.env.tasks import TaskSet
@@ -25,6 +25,7 @@ def make_policy(
     top_p: float = 1.0,
     batch_size: int = 8,
     think_budget: int = 0,
+    decode_dtype: DecodeDtype = "float32",
     tokenizer_path: str | None = None,
     tasks: TaskSet | None = None,
 ) -> Policy:
@@ -32,7 +33,7 @@ def make_policy(
 
     Args:
         tasks: the task set the oracle answers (the only policy given gold answers).
-        think_budget: a local model's `SamplingConfig.think_budget` (others write whole turns).
+        think_budget, decode_dtype: a local model's `SamplingConfig` (others write whole turns).
         tokenizer_path: for text-only policies (scripted, openai), a local model folder whose
             tokenizer gives the trajectories token ids (e.g. for SFT); none: text only.
     """
@@ -67,7 +68,11 @@ def make_policy(
     from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 
     sampling = SamplingConfig(
-        temperature=temperature, top_p=top_p, batch_size=batch_size, think_budget=think_budget
+        temperature=temperature,
+        top_p=top_p,
+        batch_size=batch_size,
+        think_budget=think_budget,
+        decode_dtype=decode_dtype,
     )
     if spec == "smollm2":
         return TransformersPolicy.smollm2(sampling=sampling)

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from agent.rollout.policies.base import DECODE_DTYPES, DecodeDtype
 from agent.rollout.policies.fixed_decode import FixedDecode
 from agent.rollout.policies.kv import (
     KVStore,
@@ -58,6 +59,9 @@ class SamplingConfig:
         opened after that count is closed at once: the budget is the turn's (a GRPO policy
         chained thinks past it in 16 of 96 held-out episodes, docs/learning-log.md). The given
         ids are recorded (`Turn.forced_at`) and never trained on.
+    decode_dtype: the dtype the weights decode in (`DecodeDtype`). Weights in another dtype are
+        decoded from a copy in this one (a LoRA model's merged), so a trainer's own stay as
+        they are.
     """
 
     temperature: float = 0.0
@@ -65,6 +69,7 @@ class SamplingConfig:
     batch_size: int = 8
     fixed_shapes: bool | None = None
     think_budget: int = 0
+    decode_dtype: DecodeDtype = "float32"
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -75,6 +80,14 @@ class SamplingConfig:
             raise ConfigError(f"batch_size={self.batch_size} must be >= 1")
         if self.think_budget < 0:
             raise ConfigError(f"think_budget={self.think_budget} must be >= 0 (0: no limit)")
+        if self.decode_dtype not in DECODE_DTYPES:
+            raise ConfigError(
+                f"decode_dtype={self.decode_dtype!r} must be one of {', '.join(DECODE_DTYPES)}"
+            )
+
+
+def _cast(model: Any, sampling: SamplingConfig | None) -> Any:
+    return model.to(getattr(torch, (sampling or SamplingConfig()).decode_dtype))
 
 
 class TransformersPolicy:
@@ -88,12 +101,13 @@ class TransformersPolicy:
         name: str = "transformers",
         sampling: SamplingConfig | None = None,
     ):
-        from agent.rollout.models import stable_attention
+        from agent.rollout.models import for_decoding, stable_attention
 
         stable_attention()
         self.name = name
-        self.tokenizer, self.model = tokenizer, model  # the caller sets train/eval mode
         self.sampling = sampling or SamplingConfig()
+        # the caller sets train/eval mode (a copy in another dtype is in eval mode)
+        self.tokenizer, self.model = tokenizer, for_decoding(model, self.sampling.decode_dtype)
         self.chat = ChatFormat(tokenizer)
         self.stop_ids = {
             i
@@ -120,6 +134,7 @@ class TransformersPolicy:
         from agent.rollout.models import load_local
 
         tokenizer, model = load_local(path)
+        model = _cast(model, sampling)  # in place: no copy of weights only this policy holds
         return cls(tokenizer, model, name=Path(path).name, sampling=sampling)
 
     @classmethod
@@ -127,7 +142,7 @@ class TransformersPolicy:
         from agent.rollout.models import load_smollm2
 
         tokenizer, model = load_smollm2()
-        return cls(tokenizer, model, name="smollm2-135m", sampling=sampling)
+        return cls(tokenizer, _cast(model, sampling), name="smollm2-135m", sampling=sampling)
 
     def act(self, requests: Sequence[TurnRequest]) -> list[Generation]:
         """One turn for every request, `sampling.batch_size` at a time.
