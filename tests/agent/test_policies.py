@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -269,10 +270,53 @@ def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:
 def test_sampling_config_validates() -> None:
     with pytest.raises(ConfigError, match="top_p=0"):
         SamplingConfig(top_p=0)
+    with pytest.raises(
+        ConfigError, match="decode_dtype='float16' must be one of float32, bfloat16"
+    ):
+        SamplingConfig(decode_dtype="float16")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown policy 'nope'"):
         make_policy("nope")
     with pytest.raises(ConfigError, match="openai:MODEL@BASE_URL"):
         make_policy("openai:qwen")
+
+
+def test_a_bf16_policy_decodes_a_copy_and_leaves_the_trained_weights_as_they_are() -> None:
+    """A trainer's LoRA model sampled in bf16: the policy decodes a merged bf16 copy, the
+    trainer's model keeps its fp32 weights, adapters and train mode, and the turns are seeded
+    as in fp32 (the same ones each time) while coming from other arithmetic."""
+    from peft import LoraConfig, get_peft_model
+
+    tok, base = tiny_model(1)
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:  # a trained adapter: not the identity peft starts from
+            torch.nn.init.normal_(p, std=0.5, generator=torch.Generator().manual_seed(0))
+    model.train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    sampling = SamplingConfig(temperature=1.0, batch_size=4)
+    bf16 = TransformersPolicy(tok, model, sampling=replace(sampling, decode_dtype="bfloat16"))
+    fp32 = TransformersPolicy(tok, model, sampling=sampling)
+    assert fp32.model is model and bf16.model is not model
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+    assert not any("lora" in k for k in bf16.model.state_dict()) and not bf16.model.training
+    reqs = _requests(fp32, ["q one?", "a much longer question two?", "three?"])
+    turns = bf16.act(reqs)
+    assert turns == bf16.act(reqs) and [g.logprobs for g in turns] != [
+        g.logprobs for g in fp32.act(reqs)
+    ]
+    state = model.state_dict()
+    assert state.keys() == before.keys() and all(torch.equal(state[k], before[k]) for k in state)
+    assert model.training and any(p.requires_grad for p in model.parameters())
+
+
+def test_a_policy_loaded_from_a_folder_is_cast_where_it_loads(tmp_path) -> None:
+    tok, model = tiny_model(1)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    policy = make_policy(str(tmp_path), decode_dtype="bfloat16")
+    assert isinstance(policy, TransformersPolicy)
+    assert {p.dtype for p in policy.model.parameters()} == {torch.bfloat16}
+    assert [g.ids for g in policy.act(_requests(policy, ["q?"]))]
 
 
 def test_best_span_picks_the_answer_shaped_span() -> None:

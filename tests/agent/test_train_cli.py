@@ -86,6 +86,8 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
         "refused_negative",
         "echo_penalty",
         "even_sources",
+        "decode_dtype",
+        "mixed_precision",
     )
     assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
     assert grpo.own_starts and a.own_starts is None  # on: the profile sizes it (gpu: the config's)
@@ -223,6 +225,7 @@ def runs(tmp_path_factory, sample_index):
         "--micro-batch-size",
         "2",
     ]
+    (root / "grpo_args.json").write_text(json.dumps(grpo))  # the runs' flags, for other runs
     for name, steps in (("a", 2), ("c", 3)):
         assert (
             main(["train", "grpo", "--output-dir", str(root / name), "--steps", str(steps), *grpo])
@@ -277,3 +280,29 @@ def test_grpo_same_seed_same_curve_and_exact_resume(runs):
 
     # "a" ran 2 steps, then was resumed to 3; "c" ran 3 steps straight with the same seed and config
     assert len(losses("a")) == 3 and losses("a") == losses("c")
+
+
+def test_grpo_samples_from_bf16_weights_and_trains_its_own_in_fp32(runs):
+    """`--decode-dtype bfloat16`: the rollouts come from a bf16 copy of the weights (their
+    log-probs differ from fp32 sampling of the same weights and seeds), the trained weights stay
+    fp32, and the same seed gives the same curve."""
+    args = json.loads((runs / "grpo_args.json").read_text())
+    for name in ("bf16", "bf16-again"):
+        flags = ["--output-dir", str(runs / name), "--steps", "2", "--decode-dtype", "bfloat16"]
+        assert main(["train", "grpo", *flags, *args]) == 0
+
+    def first_rollouts(name: str) -> list[dict]:
+        path = runs / name / "rollouts" / "step-00001.rank0.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        return [{k: v for k, v in row.items() if k != "timings"} for row in rows]
+
+    def curve(name: str) -> list[tuple[float, float]]:
+        return [(r["loss"], r["reward"]) for r in read_metrics(runs / name / "metrics.jsonl")]
+
+    assert curve("bf16") == curve("bf16-again") and len(curve("bf16")) == 2
+    assert first_rollouts("bf16") == first_rollouts("bf16-again")
+    assert first_rollouts("bf16") != first_rollouts("c")  # "c": the same seed, sampled in fp32
+    from safetensors.torch import load_file
+
+    saved = load_file(runs / "bf16" / "final" / "model.safetensors")
+    assert {str(v.dtype) for v in saved.values()} == {"torch.float32"}
