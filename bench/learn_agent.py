@@ -201,6 +201,8 @@ def machine(device: str) -> dict[str, str | int]:
     return {
         "device": name,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        # native bf16 arithmetic (AVX-512 BF16, AMX): what --decode-dtype bfloat16 gains from
+        "cpu_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
     }

@@ -455,6 +455,7 @@ def test_each_seed_records_the_machine_its_weights_came_from() -> None:
     bench = _script("learn_agent")
     seen = bench["machine"]("cpu")
     assert seen["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert seen["cpu_bf16"] == torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert seen["threads"] == torch.get_num_threads() and seen["torch"] == torch.__version__
     assert isinstance(seen["device"], str) and seen["device"]
 
