@@ -60,7 +60,8 @@ class TrainConfig:
     )
     mixed_precision: Precision = "auto"  # bf16 where the device supports it, else fp32
     # what the in-process sampler decodes in (rollouts, checks, dev evals): bfloat16 samples from
-    # a bf16 copy of the weights trained (SamplingConfig.decode_dtype)
+    # a bf16 copy of the weights trained (SamplingConfig.decode_dtype); under GRPO's clip_eps the
+    # ratio then holds the bf16 sampler's log-probs against the fp32 weights', as a server's would
     decode_dtype: DecodeDtype = "float32"
     lora_rank: int = 0  # 0 = full fine-tuning; > 0 trains LoRA adapters through peft
     lora_alpha: int = 16
