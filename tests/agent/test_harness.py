@@ -100,3 +100,5 @@ def test_greedy_small_lm_eval_is_byte_reproducible(sample_index: Path) -> None:
 def test_eval_config_validates() -> None:
     with pytest.raises(ConfigError, match="seeds=0"):
         EvalConfig(policy="oracle", seeds=0)
+    with pytest.raises(ConfigError, match="decode_dtype"):
+        EvalConfig(decode_dtype="half")  # type: ignore[arg-type]
