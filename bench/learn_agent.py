@@ -1294,6 +1294,34 @@ def merged_runs(
     return parts, runs
 
 
+class QuestionFill:
+    """Per-question EM (`em_by_task`) for the stats of runs that predate it, read from the
+    trajectories each eval left in its run's folder (`seedN/eval/STAGE`, `eval/untrained`;
+    a reused SFT's in the folder `--sft-from` named) where that folder is still there: merged,
+    such runs report the spread the held-out questions alone would give (`question_spread`)."""
+
+    def __init__(self, eval_limit: int) -> None:
+        self.ids = {k: set(v.ids()) for k, v in load_data(eval_limit).held.items()}
+
+    def part(self, path: Path, part: dict) -> None:
+        folder = path.with_suffix("")
+        for r in part["runs"]:
+            evals = folder / f"seed{r['seed']}" / "eval"
+            self.stats(r["untrained"], folder / "eval" / "untrained")
+            sft = Path(r["sft_from"]) / "eval" if r.get("sft_from") else evals
+            self.stats(r.get("sft"), sft / "sft")
+            self.stats(r.get("grpo"), evals / "grpo")
+
+    def stats(self, stats: dict | None, where: Path) -> None:
+        path = where / "trajectories.jsonl"
+        if stats is None or all("em_by_task" in v for v in stats.values()) or not path.exists():
+            return
+        em = {t.task_id: t.metrics.get("em", 0.0) for t in read_trajectories(path)}
+        for held, v in stats.items():
+            if held in self.ids and self.ids[held] <= em.keys():  # else another eval's set
+                v.setdefault("em_by_task", {t: em[t] for t in sorted(self.ids[held])})
+
+
 def combine(files: list[str], name: str, untrained_from: str = "") -> None:
     """Seeds run as separate processes (side by side on one GPU, or in different sessions) in one
     report, each seed once; its args are the first part's, with the seeds and the parts merged.
@@ -1301,12 +1329,16 @@ def combine(files: list[str], name: str, untrained_from: str = "") -> None:
     parts, runs = merged_runs("--combine", files)
     seeds = [r["seed"] for r in runs]
     times = {k: max(p["stage_wall_s"][k] for p in parts) for k in ("search-answer", "untrained")}
+    fill = QuestionFill(parts[0]["args"].get("eval_limit", 0))
+    for f, p in zip(files, parts, strict=True):
+        fill.part(Path(f), p)
     evaluated = [r["untrained"] for r in runs if r["untrained"] is not None]
     if not evaluated and untrained_from:
         ref = json.loads(Path(untrained_from).read_text())
         eval_flags = (*EVAL_FLAGS, "eval_limit")
         if differ := differing([*files, untrained_from], [*parts, ref], eval_flags):
             raise SystemExit(f"--untrained-from: the eval differs in {differ}")
+        fill.part(Path(untrained_from), ref)
         evaluated = [r["untrained"] for r in ref["runs"] if r["untrained"] is not None]
         times["untrained"] = ref["stage_wall_s"]["untrained"]
     if not evaluated:

@@ -122,6 +122,7 @@ def episode_stats(trajs: list[Trajectory], tasks: TaskSet) -> dict:
     return {
         "episodes": len(trajs),
         "em": statistics.mean(em),
+        "em_by_task": dict(zip(ids, em, strict=True)),  # the gains paired by question
         "f1": statistics.mean(f1),
         "em_ci95": [ci["em"]["low"], ci["em"]["high"]],
         "f1_ci95": [ci["f1"]["low"], ci["f1"]["high"]],

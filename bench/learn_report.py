@@ -5,6 +5,7 @@ the plot and the results JSON (bench/learn_agent.py's runs, parts merged, re-eva
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -38,6 +39,34 @@ def pooled(per_set: dict[str, dict], key: str) -> float:
     weight = {k: s["episodes"] * (s[over] if over else 1.0) for k, s in per_set.items()}
     n = sum(weight.values())
     return sum(s[key] * weight[k] for k, s in per_set.items() if key in s) / n if n else 0.0
+
+
+def expected_range(k: int) -> float:
+    """The mean of max - min over k independent standard normal draws (1.128 for 2, 1.693 for
+    3): what a spread of k seeds is, in standard errors, when nothing but chance sets it."""
+    cdf, step = statistics.NormalDist().cdf, 0.01
+    grid = (cdf(-8.0 + i * step) for i in range(1601))
+    return step * sum(1.0 - p**k - (1.0 - p) ** k for p in grid)
+
+
+def question_spread(runs: list[dict], sets: tuple[str, ...], a: str, b: str) -> float | None:
+    """The spread across seeds the held-out questions alone would give the gain from stage `a`
+    to `b`: seeds alike in all but which of the questions each one's stages happen to turn right
+    or wrong. Each seed's gain, paired by question, has the standard error of a mean over them;
+    this is the expected range of that many such draws. A spread well above it is the seeds'
+    own; one near it is the questions' (only more of them shrink it). None where a run's stats
+    predate the per-question results (`em_by_task`)."""
+    errors = []
+    for r in runs:
+        if not all("em_by_task" in r[stage][s] for stage in (a, b) for s in sets):
+            return None
+        before = {t: v for s in sets for t, v in r[a][s]["em_by_task"].items()}
+        after = {t: v for s in sets for t, v in r[b][s]["em_by_task"].items()}
+        diffs = [after[t] - before[t] for t in before]
+        if len(diffs) < 2:
+            return None
+        errors.append(statistics.variance(diffs) / len(diffs))
+    return expected_range(len(runs)) * math.sqrt(statistics.mean(errors))
 
 
 #: The held-out sets the learning issue's targets are stated on, each pooled like "pooled".
@@ -104,6 +133,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
                 "mean": statistics.mean(gains),
                 "per_seed": gains,
                 "spread": max(gains) - min(gains),
+                "question_spread": question_spread(runs, members[held], a, b),
             }
         out["per_set"][held] = row
     for g in GROUPS:
@@ -216,8 +246,10 @@ def table(summary: dict) -> str:
                 + f" / {v.get('query_in_question', float('nan')):.2f} |"
             )
         for g in ("gain untrained->sft", "gain sft->grpo"):
+            gain, chance = row[g], row[g].get("question_spread")
+            alone = "" if chance is None else f"; the questions alone ~{chance:.3f}"
             lines.append(
-                f"{g}: {row[g]['mean']:+.3f} (per seed {row[g]['per_seed']}, spread {row[g]['spread']:.3f})"
+                f"{g}: {gain['mean']:+.3f} (per seed {gain['per_seed']}, spread {gain['spread']:.3f}{alone})"
             )
     grpo = summary["stages"]["grpo"]
     none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import runpy
+import statistics
 from pathlib import Path
 
 import pytest
@@ -298,6 +299,82 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     assert (
         report["summarize"](unsolved, baseline)["targets"]["grpo_correct_mostly_grounded"] is None
     )
+
+
+def test_the_gains_spread_is_set_beside_the_spread_the_questions_alone_would_give() -> None:
+    """Seeds alike but for which questions they flip spread by ~1.69 paired standard errors (3
+    seeds); a run whose stats predate the per-question results gets no such figure."""
+    report = _script("learn_report")
+    assert [round(report["expected_range"](k), 3) for k in (1, 2, 3)] == [0.0, 1.128, 1.693]
+
+    def stage(em: list[float]) -> dict:
+        by_task = {f"q{i}": v for i, v in enumerate(em)}
+        return {
+            "bundled": {"episodes": len(em), "em": sum(em) / len(em), "em_by_task": by_task}
+            | {"em_ci95": [0.0, 1.0], "f1": 0.0, "search_calls": 1.0, "visit_calls": 0.0}
+            | {"grounded_share_of_correct": 1.0, "tokens_per_episode": 9.0}
+        }
+
+    # seed 0 turns q0 and q1 right and q2 wrong; seed 1 turns q3 right: gains 1/8 and 1/8
+    zero = [0.0] * 8
+    runs = [
+        {"untrained": stage(zero), "sft": stage([0, 0, 1, 0, 0, 0, 0, 0])}
+        | {"grpo": stage([1, 1, 0, 0, 0, 0, 0, 0])},
+        {"untrained": stage(zero), "sft": stage(zero), "grpo": stage([0, 0, 0, 1, 0, 0, 0, 0])},
+    ]
+    summary = report["summarize"](runs, {"bundled": {"episodes": 8, "em": 0.0}})
+    gain = summary["per_set"]["bundled"]["gain sft->grpo"]
+    assert gain["spread"] == 0.0
+    # per seed: the variance of the differences over the questions, over their number
+    d0, d1 = [1, 1, -1, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 0, 0]
+    errors = [statistics.variance(d) / 8 for d in (d0, d1)]
+    assert gain["question_spread"] == pytest.approx(1.1284 * statistics.mean(errors) ** 0.5, 1e-3)
+    assert "spread 0.000; the questions alone ~0.206)" in report["table"](summary)
+    older = [{k: {"bundled": {**v["bundled"]}} for k, v in r.items()} for r in runs]
+    del older[1]["grpo"]["bundled"]["em_by_task"]
+    summary = report["summarize"](older, {"bundled": {"episodes": 8, "em": 0.0}})
+    assert summary["per_set"]["bundled"]["gain sft->grpo"]["question_spread"] is None
+    assert summary["per_set"]["bundled"]["gain untrained->sft"]["question_spread"] is not None
+    assert "the questions alone" in report["table"](summary)  # the untrained -> SFT line only
+
+
+def test_combine_reads_per_question_results_from_the_run_folders_of_older_runs(
+    tmp_path, monkeypatch
+) -> None:
+    bench = _script("learn_agent")
+    monkeypatch.setitem(bench["combine"].__globals__, "RESULTS", tmp_path / "results")
+    held = {k: v.ids() for k, v in bench["load_data"](2).held.items()}
+
+    def evals(em: float) -> dict:
+        return {
+            s: {"episodes": 2, "em": em, "em_ci95": [0.0, 1.0], "f1": em, "search_calls": 1.0}
+            | {"visit_calls": 0.0, "grounded_share_of_correct": 1.0, "tokens_per_episode": 9.0}
+            for s in held
+        }
+
+    def left(folder: Path, right: set[str]) -> None:
+        folder.mkdir(parents=True)
+        every = [t for ids in held.values() for t in ids]
+        trajs = [_episode(t, "o", "a", float(t in right)) for t in every]
+        write_trajectories(folder / "trajectories.jsonl", trajs)
+
+    first = {ids[0] for ids in held.values()}
+    run = {"seed": 0, "untrained": evals(0.0), "sft": evals(0.0), "grpo": evals(0.5)}
+    run |= {"grpo_curve": [], "time_s": {"sft": 1.0}, "sft_losses": [1.0], "grpo_steps_run": 1}
+    run |= {"rejection": {"kept": 1, "tried": 1, "questions_with_any": 1}}
+    part = {"args": {"device": "cpu", "seeds": [0], "eval_limit": 2}, "runs": [run]}
+    part |= {"baseline": evals(0.0), "stage_wall_s": {"search-answer": 1.0, "untrained": 1.0}}
+    (tmp_path / "old.json").write_text(json.dumps(part | {"wall_s": 1.0, "span": None}))
+    left(tmp_path / "old" / "eval" / "untrained", set())
+    left(tmp_path / "old" / "seed0" / "eval" / "sft", set())
+    left(tmp_path / "old" / "seed0" / "eval" / "grpo", first)
+    bench["combine"]([str(tmp_path / "old.json")], "merged")
+    out = json.loads((tmp_path / "results" / "merged.json").read_text())
+    grpo = out["runs"][0]["grpo"]
+    assert {s: v["em_by_task"] for s, v in grpo.items()} == {
+        s: {t: float(t in first) for t in ids} for s, ids in held.items()
+    }
+    assert out["summary"]["per_set"]["pooled"]["gain sft->grpo"]["question_spread"] == 0.0
 
 
 def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_settings(
