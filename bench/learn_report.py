@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from learn_episodes import UNSEARCHED, WRONG  # noqa: E402
 
+from agent.eval.stats import paired_compare  # noqa: E402
 from wikisim.revision import code_revision  # noqa: E402
 
 STAGES = ("untrained", "sft", "grpo")
@@ -49,6 +50,13 @@ def expected_range(k: int) -> float:
     return step * sum(1.0 - p**k - (1.0 - p) ** k for p in grid)
 
 
+def by_question(run: dict, stage: str, sets: tuple[str, ...]) -> dict[str, float] | None:
+    """A stage's EM per held-out question over `sets`; None where its stats predate them."""
+    if not all("em_by_task" in run[stage][s] for s in sets):
+        return None
+    return {t: v for s in sets for t, v in run[stage][s]["em_by_task"].items()}
+
+
 def question_spread(runs: list[dict], sets: tuple[str, ...], a: str, b: str) -> float | None:
     """The spread across seeds the held-out questions alone would give the gain from stage `a`
     to `b`: seeds alike in all but which of the questions each one's stages happen to turn right
@@ -58,15 +66,36 @@ def question_spread(runs: list[dict], sets: tuple[str, ...], a: str, b: str) -> 
     predate the per-question results (`em_by_task`)."""
     errors = []
     for r in runs:
-        if not all("em_by_task" in r[stage][s] for stage in (a, b) for s in sets):
+        before, after = by_question(r, a, sets), by_question(r, b, sets)
+        if before is None or after is None or len(before) < 2:
             return None
-        before = {t: v for s in sets for t, v in r[a][s]["em_by_task"].items()}
-        after = {t: v for s in sets for t, v in r[b][s]["em_by_task"].items()}
         diffs = [after[t] - before[t] for t in before]
-        if len(diffs) < 2:
-            return None
         errors.append(statistics.variance(diffs) / len(diffs))
     return expected_range(len(runs)) * math.sqrt(statistics.mean(errors))
+
+
+def paired(runs: list[dict], sets: tuple[str, ...], a: str, b: str) -> dict | None:
+    """Stage `b` against `a` on the same questions, each question's EM the mean over the seeds:
+    the bootstrap interval of the mean gain and the paired test (`paired_compare`: McNemar's
+    for one seed, sign flips for more); None where a run's stats predate the per-question EM."""
+    pairs = []
+    for r in runs:
+        x, y = by_question(r, a, sets), by_question(r, b, sets)
+        if x is None or y is None:
+            return None
+        pairs.append((x, y))
+    ids = sorted(pairs[0][0])
+    before = [statistics.mean(x[t] for x, _ in pairs) for t in ids]
+    after = [statistics.mean(y[t] for _, y in pairs) for t in ids]
+    res = paired_compare(after, before)
+    return {
+        "mean": res.diff.mean,
+        "ci95": [res.diff.low, res.diff.high],
+        "p": res.p_value,
+        "test": res.test,
+        "better": res.a_better,
+        "worse": res.b_better,
+    }
 
 
 #: The held-out sets the learning issue's targets are stated on, each pooled like "pooled".
@@ -134,6 +163,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
                 "per_seed": gains,
                 "spread": max(gains) - min(gains),
                 "question_spread": question_spread(runs, members[held], a, b),
+                "paired": paired(runs, members[held], a, b),
             }
         out["per_set"][held] = row
     for g in GROUPS:
@@ -246,10 +276,18 @@ def table(summary: dict) -> str:
                 + f" / {v.get('query_in_question', float('nan')):.2f} |"
             )
         for g in ("gain untrained->sft", "gain sft->grpo"):
-            gain, chance = row[g], row[g].get("question_spread")
+            gain, chance, pair = row[g], row[g].get("question_spread"), row[g].get("paired")
             alone = "" if chance is None else f"; the questions alone ~{chance:.3f}"
+            test = (
+                ""
+                if pair is None
+                else (
+                    f"; paired by question {pair['mean']:+.3f} [{pair['ci95'][0]:+.3f}, {pair['ci95'][1]:+.3f}], "
+                    f"{pair['better']} better / {pair['worse']} worse, p = {pair['p']:.2g}"
+                )
+            )
             lines.append(
-                f"{g}: {gain['mean']:+.3f} (per seed {gain['per_seed']}, spread {gain['spread']:.3f}{alone})"
+                f"{g}: {gain['mean']:+.3f} (per seed {gain['per_seed']}, spread {gain['spread']:.3f}{alone}){test}"
             )
     grpo = summary["stages"]["grpo"]
     none = [grpo.get(f"unsearched_{k}") for k in UNSEARCHED]  # absent from older reports

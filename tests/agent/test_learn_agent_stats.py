@@ -303,7 +303,8 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
 
 def test_the_gains_spread_is_set_beside_the_spread_the_questions_alone_would_give() -> None:
     """Seeds alike but for which questions they flip spread by ~1.69 paired standard errors (3
-    seeds); a run whose stats predate the per-question results gets no such figure."""
+    seeds); the gain is also tested paired by question; a run whose stats predate the
+    per-question results gets neither."""
     report = _script("learn_report")
     assert [round(report["expected_range"](k), 3) for k in (1, 2, 3)] == [0.0, 1.128, 1.693]
 
@@ -330,10 +331,17 @@ def test_the_gains_spread_is_set_beside_the_spread_the_questions_alone_would_giv
     errors = [statistics.variance(d) / 8 for d in (d0, d1)]
     assert gain["question_spread"] == pytest.approx(1.1284 * statistics.mean(errors) ** 0.5, 1e-3)
     assert "spread 0.000; the questions alone ~0.206)" in report["table"](summary)
+    # paired by question, each question's EM the mean over the seeds: q0, q1, q3 up, q2 down
+    pair = gain["paired"]
+    assert pair["mean"] == pytest.approx(1 / 8) and (pair["better"], pair["worse"]) == (3, 1)
+    assert pair["test"] == "permutation" and pair["ci95"][0] <= 1 / 8 <= pair["ci95"][1]
+    one = report["summarize"](runs[:1], {"bundled": {"episodes": 8, "em": 0.0}})
+    assert one["per_set"]["bundled"]["gain sft->grpo"]["paired"]["test"] == "mcnemar-exact"
     older = [{k: {"bundled": {**v["bundled"]}} for k, v in r.items()} for r in runs]
     del older[1]["grpo"]["bundled"]["em_by_task"]
     summary = report["summarize"](older, {"bundled": {"episodes": 8, "em": 0.0}})
     assert summary["per_set"]["bundled"]["gain sft->grpo"]["question_spread"] is None
+    assert summary["per_set"]["bundled"]["gain sft->grpo"]["paired"] is None
     assert summary["per_set"]["bundled"]["gain untrained->sft"]["question_spread"] is not None
     assert "the questions alone" in report["table"](summary)  # the untrained -> SFT line only
 
