@@ -1303,11 +1303,15 @@ class QuestionFill:
     def __init__(self, eval_limit: int) -> None:
         self.ids = {k: set(v.ids()) for k, v in load_data(eval_limit).held.items()}
 
-    def part(self, path: Path, part: dict) -> None:
-        folder = path.with_suffix("")
+    def untrained(self, path: Path, part: dict) -> None:
+        """The untrained eval of the run `path` names (one process ran it for every seed)."""
         for r in part["runs"]:
-            evals = folder / f"seed{r['seed']}" / "eval"
-            self.stats(r["untrained"], folder / "eval" / "untrained")
+            self.stats(r["untrained"], path.with_suffix("") / "eval" / "untrained")
+
+    def part(self, path: Path, part: dict) -> None:
+        self.untrained(path, part)
+        for r in part["runs"]:
+            evals = path.with_suffix("") / f"seed{r['seed']}" / "eval"
             sft = Path(r["sft_from"]) / "eval" if r.get("sft_from") else evals
             self.stats(r.get("sft"), sft / "sft")
             self.stats(r.get("grpo"), evals / "grpo")
@@ -1338,7 +1342,7 @@ def combine(files: list[str], name: str, untrained_from: str = "") -> None:
         eval_flags = (*EVAL_FLAGS, "eval_limit")
         if differ := differing([*files, untrained_from], [*parts, ref], eval_flags):
             raise SystemExit(f"--untrained-from: the eval differs in {differ}")
-        fill.part(Path(untrained_from), ref)
+        fill.untrained(Path(untrained_from), ref)  # its SFT and GRPO are not this report's
         evaluated = [r["untrained"] for r in ref["runs"] if r["untrained"] is not None]
         times["untrained"] = ref["stage_wall_s"]["untrained"]
     if not evaluated:
