@@ -525,10 +525,11 @@ class Bench:
             recover_share=a.recover_share,
         )
         questions = self.training_questions()
+        drawn = seed if a.teacher_seed is None else a.teacher_seed  # one SFT dataset for every seed
         kept, report = rejection_sample(
-            self.runner.teacher(teacher, chat, seed), questions, a.samples_per_question
+            self.runner.teacher(teacher, chat, drawn), questions, a.samples_per_question
         )
-        kept = cap_direct(kept, a.direct_share, seed)
+        kept = cap_direct(kept, a.direct_share, drawn)
         out.mkdir(parents=True, exist_ok=True)
         write_trajectories(out / "sft_data.jsonl", kept)
         res["rejection"] = {
@@ -537,6 +538,7 @@ class Bench:
             "questions_with_any": sum(1 for v in report.kept.values() if v),
             "all_grounded": all(map(answer_observed, kept)),
             "trained_on": len(kept),
+            "teacher_seed": drawn,
         }
         res["time_s"]["rejection"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -622,6 +624,7 @@ EVAL_FLAGS = (
 #: an earlier run's only where they all agree with this run's.
 SFT_FLAGS = (
     "teacher",
+    "teacher_seed",
     "sft_questions",
     "samples_per_question",
     "direct_share",
@@ -765,6 +768,13 @@ def arguments() -> argparse.ArgumentParser:
         default=SFT_RECIPE.recover_share,
         help="this share of the teacher's episodes opens with a broken search call (not learned) "
         "and recovers from the env's error (agent.train.teachers; default: configs/learn/sft.yaml's)",
+    )
+    p.add_argument(
+        "--teacher-seed",
+        type=int,
+        default=None,
+        help="every seed's SFT learns from the teacher episodes drawn under this seed: one SFT "
+        "dataset, the seeds varying only SFT's and GRPO's own draws (default: each seed's own)",
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)
@@ -1274,13 +1284,29 @@ def method_differs(files: list[str], parts: list[dict], free: Iterable[str] = ()
     )
 
 
+def one_bank(parts: list[dict]) -> list[dict]:
+    """The parts with `--teacher-seed N` set where a part ran only seed N on its own teacher
+    episodes: that seed drew the very episodes `--teacher-seed N` gives every seed, so its part
+    joins a report of that method."""
+    banks = {p["args"].get("teacher_seed") for p in parts} - {None}
+    if len(banks) != 1:
+        return parts
+    (bank,) = banks
+    return [
+        {**p, "args": {**p["args"], "teacher_seed": bank}}
+        if p["args"].get("teacher_seed") is None and [r["seed"] for r in p["runs"]] == [bank]
+        else p
+        for p in parts
+    ]
+
+
 def merged_runs(
     flag: str, files: list[str], free: tuple[str, ...] = ()
 ) -> tuple[list[dict], list[dict]]:
     """The results JSONs a flag names, and their seeds' runs in order: an error if a seed is in
     more than one (a report has each seed once), or if the parts differ in a flag of the method
     (all but `PART_FLAGS` and `free`): one report is one method."""
-    parts = [json.loads(Path(f).read_text()) for f in files]
+    parts = one_bank([json.loads(Path(f).read_text()) for f in files])
     runs = [r for p in parts for r in p["runs"]]
     seeds = [r["seed"] for r in runs]
     twice = sorted({s for s in seeds if seeds.count(s) > 1})

@@ -223,6 +223,14 @@ def test_combine_merges_each_seed_once_of_one_method_and_says_which_parts_and_se
     ):
         bench["combine"]([steps_only, penalised], "y")
     assert bench["arguments"]().parse_args([]).unsearched_penalty == 0.1  # the method's now
+    # one teacher bank for every seed: a part that ran only seed 0 on its own episodes drew
+    # the very bank `--teacher-seed 0` gives the others; seed 3's own episodes are another bank
+    banked = part(tmp_path / "t.json", [1, 2], True, teacher_seed=0)
+    bench["combine"]([part(tmp_path / "t0.json", [0], False), banked], "bank")
+    out = json.loads((tmp_path / "results" / "bank.json").read_text())
+    assert out["args"]["teacher_seed"] == 0 and out["args"]["seeds"] == [0, 1, 2]
+    with pytest.raises(SystemExit, match=r"differ in --teacher-seed: .*t3.json: None, .*: 0"):
+        bench["combine"]([part(tmp_path / "t3.json", [3], False), banked], "banks")
     # no part evaluated the untrained model: a finished report with the same eval gives it
     with pytest.raises(SystemExit, match="--untrained-from"):
         bench["combine"]([steps_only, other], "none")
