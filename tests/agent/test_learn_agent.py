@@ -331,3 +331,45 @@ def test_the_runner_marks_what_searching_found_and_an_answer_that_echoes_the_que
     )
     assert echo.metrics == {"retrieved": 0.0, "echo": 1.0}
     assert read.metrics == {"retrieved": 1.0, "echo": 0.0}
+
+
+def test_one_teacher_bank_gives_every_seed_the_same_sft_data(smol, tasks, tmp_path, monkeypatch):
+    """`--teacher-seed N` (bench/learn_agent.py): every seed's SFT learns from the episodes the
+    teacher drew under seed N, one SFT dataset, while SFT keeps its own seed; without it each
+    seed draws its own episodes."""
+    import runpy
+    from types import SimpleNamespace
+
+    from wikisim.paths import REPO_ROOT
+
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    trained: list[int] = []
+
+    def fake_sft(cfg: SFTConfig, kept: list[Trajectory]) -> SimpleNamespace:
+        trained.append(cfg.seed)
+        return SimpleNamespace(losses=[], final_dir=cfg.output_dir)
+
+    monkeypatch.setitem(bench["Bench"].sft.__globals__, "train_sft", fake_sft)
+    flags = "--sft-questions 0 --samples-per-question 1 --sft-steps 1 --sft-batch 2 --micro-batch 2"
+
+    def sft_data(seed: int, bank: list[str]) -> list[tuple[str, list[str]]]:
+        b = object.__new__(bench["Bench"])
+        b.args = bench["arguments"]().parse_args([*flags.split(), *bank, "--max-turns", "4"])
+        b.data = bench["Data"](tasks, tasks.ids(), {}, {})
+        b.runner = runner_for(tasks, max_turns=4, max_new_tokens=96, slots=8)
+        b.env, b.device = EnvConfig(max_turns=4, **CONTEXT), "cpu"
+        b.evaluate = lambda *args, **kwargs: {}
+        out = tmp_path / f"seed{seed}{'-'.join(bank)}"
+        res: dict = {"time_s": {}}
+        b.sft(seed, smol[0], out, res)
+        assert res["rejection"]["teacher_seed"] == (int(bank[-1]) if bank else seed)
+        return [
+            (t.task_id, [u.text for u in t.turns])
+            for t in read_trajectories(out / "sft_data.jsonl")
+        ]
+
+    own = [sft_data(s, []) for s in (0, 1)]
+    banked = [sft_data(s, ["--teacher-seed", "0"]) for s in (1, 2)]
+    assert own[0] != own[1]  # each seed's teacher phrases its queries its own way
+    assert banked == [own[0], own[0]]
+    assert trained == [0, 1, 1, 2]  # SFT's own draws stay the seed's
