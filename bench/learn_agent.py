@@ -205,6 +205,10 @@ def machine(device: str) -> dict[str, str | int]:
         "cpu_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        # the cores this process may run on: the 2-hour target is for 2 (learn_report.budget)
+        "cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 0,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import runpy
 import statistics
 from pathlib import Path
@@ -550,7 +551,44 @@ def test_each_seed_records_the_machine_its_weights_came_from() -> None:
     assert seen["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert seen["cpu_bf16"] == torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert seen["threads"] == torch.get_num_threads() and seen["torch"] == torch.__version__
+    assert 1 <= seen["cores"] <= (os.cpu_count() or 1)
     assert isinstance(seen["device"], str) and seen["device"]
+
+
+def test_the_2_hour_target_is_judged_only_on_a_whole_bench_on_2_cpu_cores() -> None:
+    """A report says whether the bench ran within 2 hours only where every stage ran inside its
+    wall time on 2 cores; seeds side by side count once, and a part that cannot say is not judged."""
+    budget = _script("learn_report")["budget"]
+    args = {"device": "cpu", "eval_limit": 0, "seeds": [0, 1, 2]}
+    runs = [{"seed": s, "machine": {"cores": 2}} for s in range(3)]
+    span = [0.0, 7000.0]
+    assert budget(args, runs, 7000.0, span) == {"wall_s": 7000.0, "met": True, "why": ""}
+    assert budget(args, runs, 7300.0, span)["met"] is False
+    unjudged = {
+        "ran on cuda": ({**args, "device": "cuda"}, runs, span),
+        "not every held-out question": ({**args, "eval_limit": 24}, runs, span),
+        "2 seeds": (args, runs[:2], span),
+        "the untrained eval is another report's": (
+            {**args, "untrained_from": "r.json"},
+            runs,
+            span,
+        ),
+        "SFT is an earlier run's": (args, [{**runs[0], "sft_from": "x"}, *runs[1:]], span),
+        "a resumed seed timed only its last part": (
+            args,
+            [*runs[:2], {**runs[2], "grpo_resumed": True}],
+            span,
+        ),
+        "its parts did not record when they ran": (args, runs, None),
+        "its seeds did not record their cores": (
+            args,
+            [{"seed": 0, "machine": {}}, *runs[1:]],
+            span,
+        ),
+        "ran on 16 cores": (args, [*runs[:2], {"seed": 2, "machine": {"cores": 16}}], span),
+    }
+    for why, (a, r, s) in unjudged.items():
+        assert budget(a, r, 100.0, s) == {"wall_s": 100.0, "met": None, "why": why}
 
 
 def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
