@@ -140,6 +140,8 @@ GRPO_CURVE = (
     "health_rolled_back",  # a failed check that went back to health_kept_step's weights
     "health_kept_step",
     "loss",
+    "dynamic_rounds",  # --dynamic-rounds: the extra rounds a step played
+    "mixed_groups",  # and its groups that both solved and failed
     "time_generate",  # a step's rollouts
     "time_train",  # its update
     "time_health",  # the collapse guard's check after it
@@ -420,6 +422,7 @@ class Bench:
             echo_penalty=a.echo_penalty,
             malformed_penalty=a.malformed_penalty,
             unsearched_penalty=a.unsearched_penalty,
+            dynamic_rounds=a.dynamic_rounds,
             steps=a.grpo_steps,
             questions_per_step=a.questions_per_step,
             group_size=a.group_size,
@@ -852,6 +855,13 @@ def arguments() -> argparse.ArgumentParser:
         default=GRPO_RECIPE.unsearched_penalty,
         help="GRPOConfig.unsearched_penalty: subtracted from a rollout played from the question "
         "that answered without a search call (seed 1 drifted into answering from memory, session 50)",
+    )
+    p.add_argument(
+        "--dynamic-rounds",
+        type=int,
+        default=GRPO_RECIPE.dynamic_rounds,
+        help="GRPOConfig.dynamic_rounds: a step short of groups that both solved and failed plays "
+        "up to this many more rounds of questions and trains on their mixed groups (0: off)",
     )
     p.add_argument(
         "--kl-coef",

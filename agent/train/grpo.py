@@ -1,8 +1,9 @@
 """GRPO as WebSailor-V2 specifies: strictly on-policy, leave-one-out advantages, token-level loss.
 
 Every step samples G rollouts per question with the current weights, turns their rewards
-into advantages, and makes exactly one optimizer update from them; nothing is reused and
-no group is resampled (no dynamic sampling). The loss pieces live in `agent.train.losses`;
+into advantages, and makes exactly one optimizer update from them; nothing is reused, and
+no group is resampled unless `GRPOConfig.dynamic_rounds` asks for dynamic sampling (more
+questions for a step short of groups that both solved and failed). The loss pieces live in `agent.train.losses`;
 sampling is any `Sampler` (the in-process model, or a generation server, through
 `agent.rollout.episodes`: see `agent.train.episodes`). With `cfg.generation_server` set, the weights are
 pushed to that server before the first batch and after every update (`agent.train.weight_sync`).
@@ -618,6 +619,11 @@ def _prepare(
             f"questions_per_step={cfg.questions_per_step} must divide by the "
             f"{accelerator.num_processes} processes"
         )
+    if cfg.dynamic_rounds and accelerator.num_processes > 1:
+        raise ConfigError(
+            f"dynamic_rounds={cfg.dynamic_rounds} runs in one process: each process would train on "
+            "as many groups as its own rounds found, and under DDP every process must run as many rows"
+        )
     tokenizer, model = load_model(cfg, cfg.init_checkpoint)
     ref_model = None
     if cfg.kl_coef:
@@ -712,6 +718,45 @@ def _own_starts(
     return starts
 
 
+def mixed_groups(trajs: Sequence[Trajectory], group_size: int) -> int:
+    """Groups (contiguous blocks of `group_size`) that both solved and failed: those whose
+    answers, not only their penalties, have something to teach."""
+    groups = [trajs[i : i + group_size] for i in range(0, len(trajs), group_size)]
+    return sum(any(map(solved, g)) and not all(map(solved, g)) for g in groups)
+
+
+def _dynamic_rounds(
+    r: _Run,
+    sampler: Sampler,
+    model: Any,
+    trajs: list[Trajectory],
+    mine: list[str],
+    seed: int,
+) -> tuple[list[Trajectory], list[Trajectory], int]:
+    """`GRPOConfig.dynamic_rounds`: more rounds of this process's share of questions until its
+    groups that both solved and failed number its share. Returns the groups to train on (the
+    step's own, then the extra rounds' mixed ones), every rollout played, and the rounds played.
+    A round's questions are drawn by the seed from the active ones (the curriculum's pool, else
+    the run's questions) other than the step's own; under starts every extra group starts."""
+    cfg, g = r.cfg, r.cfg.group_size
+    need = len(mine) - mixed_groups(trajs, g)
+    active = r.curriculum.pool if r.curriculum is not None else r.questions
+    others = [q for q in active if q not in set(mine)]
+    kept, played, rounds = list(trajs), list(trajs), 0
+    while need > 0 and others and rounds < cfg.dynamic_rounds:
+        rounds += 1
+        round_seed = seed + rounds * 10**12
+        extra = random.Random(round_seed).sample(others, min(len(mine), len(others)))
+        starts = {q: r.starts[q] for q in extra if q in r.starts}
+        got = sampler(model, extra, g, round_seed, cfg.temperature, starts)
+        played += got
+        for i in range(0, len(got), g):
+            if need > 0 and mixed_groups(got[i : i + g], g):
+                kept += got[i : i + g]
+                need -= 1
+    return kept, played, rounds
+
+
 def _train_step(r: _Run, sampler: Sampler, step: int) -> dict[str, Any]:
     """Sample this process's share of the step's questions, update, sync the server; the step's record."""
     cfg, accelerator = r.cfg, r.accelerator
@@ -726,12 +771,15 @@ def _train_step(r: _Run, sampler: Sampler, step: int) -> dict[str, Any]:
     t_gen = time.perf_counter()
     model = accelerator.unwrap_model(r.model)
     trajs = sampler(model, mine, cfg.group_size, seed, cfg.temperature, starts)
-    t_gen = time.perf_counter() - t_gen
-    r.run.rollouts(step + 1, trajs)
     if len(trajs) != len(mine) * cfg.group_size:
         raise ConfigError(
             f"sampler returned {len(trajs)} trajectories for {len(mine)} questions x G={cfg.group_size}"
         )
+    played, rounds = trajs, 0
+    if cfg.dynamic_rounds:
+        trajs, played, rounds = _dynamic_rounds(r, sampler, model, trajs, mine, seed)
+    t_gen = time.perf_counter() - t_gen
+    r.run.rollouts(step + 1, played)
     metrics = grpo_update(
         r.model, r.optimizer, r.scheduler, accelerator, trajs, cfg, r.pad, r.ref_model
     )
@@ -749,10 +797,14 @@ def _train_step(r: _Run, sampler: Sampler, step: int) -> dict[str, Any]:
         **metrics,
         "time_generate": t_gen,
     }
+    if cfg.dynamic_rounds:
+        record["dynamic_rounds"] = global_sum(accelerator, float(rounds))
+        record["groups_trained"] = global_sum(accelerator, len(trajs) / cfg.group_size)
+        record["mixed_groups"] = global_sum(accelerator, float(mixed_groups(trajs, cfg.group_size)))
     if r.curriculum is not None:
         from accelerate.utils import gather_object
 
-        results = [(t.task_id, solved(t)) for t in trajs]
+        results = [(t.task_id, solved(t)) for t in played]
         retired = r.curriculum.update(
             gather_object(results) if accelerator.num_processes > 1 else results
         )

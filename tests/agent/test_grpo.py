@@ -581,3 +581,41 @@ def test_the_collapse_guard_checks_its_settings():
         GRPOConfig(health_questions=4, health_margin=1.0)
     with pytest.raises(ConfigError, match="health_every"):
         GRPOConfig(health_questions=4, health_every=0)
+
+
+def test_dynamic_rounds_top_a_step_up_with_groups_that_both_solved_and_failed(tmp_path):
+    """A step short of groups with both a solve and a failure plays more rounds of other
+    questions and trains on their mixed groups, its own groups all kept; every rollout played is
+    written and counted, and the rounds stop at the budget or once the step has its share."""
+    from agent.train.grpo import mixed_groups
+    from agent.train.loop import read_metrics
+
+    res = grpo_worker.run(tmp_path / "d", steps=3, dynamic_rounds=2)
+    logged = read_metrics(tmp_path / "d" / "metrics.jsonl")
+    calls = [json.loads(x) for x in (tmp_path / "d" / "rank-0.jsonl").read_text().splitlines()]
+    sampled = [c for c in calls if c["temperature"] > 0]
+    g, per_step = 4, 4
+    assert sum(r["dynamic_rounds"] for r in logged) > 0  # this seed's draws need some
+    for step, rec in enumerate(logged, start=1):
+        own, *extra = sampled[: 1 + int(rec["dynamic_rounds"])]
+        sampled = sampled[1 + len(extra) :]
+        assert all(not set(own["questions"]) & set(e["questions"]) for e in extra)
+        played = list(
+            read_trajectories(tmp_path / "d" / "rollouts" / f"step-{step:05d}.rank0.jsonl")
+        )
+        assert len(played) == g * per_step * (1 + len(extra))
+        groups = [played[i : i + g] for i in range(0, len(played), g)]
+        mixed_own = mixed_groups(played[: g * per_step], g)
+        added = [x for x in groups[per_step:] if mixed_groups(x, g)][: per_step - mixed_own]
+        assert rec["groups_trained"] == per_step + len(added)
+        assert rec["mixed_groups"] == mixed_own + len(added)
+        # more rounds only while the step is short, and never past the budget
+        assert len(extra) <= 2 and (not extra or mixed_own < per_step)
+        if len(extra) < 2 and extra:
+            assert rec["mixed_groups"] == per_step
+    assert res.steps == 3
+    with pytest.raises(ConfigError, match="dynamic_rounds"):
+        GRPOConfig(dynamic_rounds=-1)
+    # off, a step samples once and logs no rounds
+    grpo_worker.run(tmp_path / "off", steps=1)
+    assert "dynamic_rounds" not in read_metrics(tmp_path / "off" / "metrics.jsonl")[0]
