@@ -325,7 +325,9 @@ def table(summary: dict) -> str:
     why = {"grpo_searches_at_least_once_an_episode": searching + ")"}
     unjudged = {}
     if timed := summary.get("budget"):
-        why["whole_bench_within_2_hours_on_2_cores"] = f": {timed['wall_s'] / 3600:.2f} hours of wall time"
+        why["whole_bench_within_2_hours_on_2_cores"] = (
+            f": {timed['wall_s'] / 3600:.2f} hours of wall time"
+        )
         unjudged["whole_bench_within_2_hours_on_2_cores"] = timed["why"]
     lines.append("\nthe learning issue's targets:")
     for name, met in summary["targets"].items():
