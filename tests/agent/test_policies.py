@@ -66,7 +66,9 @@ def test_sampling_is_seeded_per_row_and_reproducible(tiny) -> None:
 
 
 _SAMPLE_IN_A_FRESH_PROCESS = """
-import json
+import json, sys
+import torch
+torch.set_num_threads(int(sys.argv[1]))  # the parent's: a thread count moves logprobs' last bits
 from agent.rollout.models import tiny_model
 from agent.rollout.policies.transformers_policy import SamplingConfig, TransformersPolicy
 from agent.rollout.react import Budget, Episode
@@ -87,7 +89,7 @@ def test_sampled_turns_are_the_same_in_a_fresh_process_and_in_any_batch(tiny) ->
     assert alone[0].ids == here[0].ids
     assert alone[0].logprobs == pytest.approx(here[0].logprobs, abs=1e-4)
     proc = subprocess.run(
-        [sys.executable, "-c", _SAMPLE_IN_A_FRESH_PROCESS],
+        [sys.executable, "-c", _SAMPLE_IN_A_FRESH_PROCESS, str(torch.get_num_threads())],
         input=json.dumps(questions),
         capture_output=True,
         text=True,
