@@ -741,7 +741,8 @@ def _dynamic_rounds(
     cfg, g = r.cfg, r.cfg.group_size
     need = len(mine) - mixed_groups(trajs, g)
     active = r.curriculum.pool if r.curriculum is not None else r.questions
-    others = [q for q in active if q not in set(mine)]
+    own = set(mine)
+    others = [q for q in active if q not in own]
     kept, played, rounds = list(trajs), list(trajs), 0
     while need > 0 and others and rounds < cfg.dynamic_rounds:
         rounds += 1
