@@ -293,11 +293,17 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     assert targets["human-written"] == {
         "grpo_beats_search_answer": True,
         "grpo_beats_sft": True,
-        "sft_gain_exceeds_spread": True,  # +3/30 in both seeds: spread 0
-        "grpo_gain_exceeds_spread": False,  # +3/30 and +1/30: mean 2/30, not above spread 2/30
+        "sft_gain_exceeds_spread": None,  # two seeds: their spread is not judged
+        "grpo_gain_exceeds_spread": None,
     }
-    assert targets["synthesized"]["grpo_gain_exceeds_spread"] is False  # 0 and +2/24
+    said = "grpo_gain_exceeds_spread not judged (2 seeds; a spread is judged across 3)"
+    assert said in report["table"](summary)
     assert targets["synthesized"]["grpo_beats_sft"] is True
+    third = report["summarize"]([*runs, runs[0]], baseline)["targets"]
+    assert third["human-written"]["sft_gain_exceeds_spread"] is True  # +3/30 each: spread 0
+    # +3/30, +1/30, +3/30: mean 7/90 above the spread 2/30
+    assert third["human-written"]["grpo_gain_exceeds_spread"] is True
+    assert third["synthesized"]["grpo_gain_exceeds_spread"] is False  # 0, +2/24, 0
     assert targets["grpo_searches_at_least_once_an_episode"] is True
     assert summary["per_set"]["pooled"]["grpo"]["em"] == pytest.approx(
         ((6 + 1) / 54 + (4 + 2) / 54) / 2
