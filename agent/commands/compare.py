@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent.eval.compare import compare_runs, format_comparison, load_run
+from agent.eval.compare import compare_runs, format_comparison, load_runs
 from wikisim.flags import add_config_arguments, config_from_args, option
 
 #: The per-episode score compared (shared with `wikisim power`).
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     o = config_from_args(CompareOptions, args)
-    runs = [load_run(path, o.metric) for path in o.runs]
+    runs = load_runs(o.runs, o.metric)
     report = compare_runs(runs, confidence=o.confidence, seed=o.seed)
     print(format_comparison(report, o.metric), end="")
     if o.out:

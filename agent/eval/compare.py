@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,8 @@ class Run:
     """One evaluation's per-episode scores and what it ran against.
 
     Attributes:
-        name: the folder name (or the policy when folders share a name).
+        name: the folder's name, or as much of its path as tells it from the runs compared
+            with it (`load_runs`): two checkpoints' `eval/grpo` folders read `s1/eval/grpo`, `s2/...`.
         scores: task id -> the scores of its episodes, in seed order.
         manifest_hash, tasks_file: from summary.json.
         env: the env's settings from summary.json.
@@ -97,6 +99,18 @@ def load_run(path: str | Path, metric: str = "em") -> Run:
     return Run(
         path.name, scores, summary.get("manifest_hash", ""), summary.get("tasks_file", ""), env
     )
+
+
+def load_runs(paths: Sequence[str | Path], metric: str = "em") -> list[Run]:
+    """`load_run` of each folder, each named by the fewest trailing parts of its path that no
+    other folder shares (every eval of a stage writes a folder of the stage's name)."""
+    parts = [Path(p).resolve().parts for p in paths]
+    names = ["/".join(p) for p in parts]
+    for k in range(1, max(map(len, parts)) + 1):
+        if len(set(tails := ["/".join(p[-k:]) for p in parts])) == len(parts):
+            names = tails
+            break
+    return [replace(load_run(p, metric), name=n) for p, n in zip(paths, names, strict=True)]
 
 
 def _flags(base: Run, other: Run) -> list[str]:

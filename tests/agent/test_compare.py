@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from agent.eval.compare import compare_runs, load_run, power_table
+from agent.eval.compare import compare_runs, load_run, load_runs, power_table
 from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from wikisim.cli import main
 from wikisim.errors import ConfigError
@@ -111,6 +111,19 @@ def test_several_runs_are_holm_adjusted_and_mismatches_flagged(tmp_path: Path) -
     assert report["runs"][0]["episodes"] == 1000 and report["runs"][0]["tasks"] == 500
     with pytest.raises(ConfigError, match="at least two runs"):
         compare_runs([load_run(base)])
+
+
+def test_runs_whose_folders_share_a_name_are_told_apart_by_their_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    a, b = _planted(15)
+    plain = _write_run(tmp_path / "plain" / "seed1" / "eval" / "grpo", _one_seed(a))
+    dynamic = _write_run(tmp_path / "dynamic" / "seed1" / "eval" / "grpo", _one_seed(b))
+    assert main(["compare", str(plain), str(dynamic)]) == 0
+    text = capsys.readouterr().out
+    assert "| dynamic/seed1/eval/grpo - plain/seed1/eval/grpo | 500 |" in text
+    other = _write_run(tmp_path / "sft", _one_seed(a))
+    assert [r.name for r in load_runs([other, plain])] == ["sft", "grpo"]
 
 
 def test_compare_refuses_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
