@@ -105,10 +105,10 @@ def load_runs(paths: Sequence[str | Path], metric: str = "em") -> list[Run]:
     """`load_run` of each folder, each named by the fewest trailing parts of its path that no
     other folder shares (every eval of a stage writes a folder of the stage's name)."""
     parts = [Path(p).resolve().parts for p in paths]
-    names = ["/".join(p) for p in parts]
-    for k in range(1, max(map(len, parts)) + 1):
-        if len(set(tails := ["/".join(p[-k:]) for p in parts])) == len(parts):
-            names = tails
+    names: list[str] = []  # at the longest tail, whole paths: the same folder given twice
+    for k in range(1, max(map(len, parts), default=0) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if len(set(names)) == len(names):
             break
     return [replace(load_run(p, metric), name=n) for p, n in zip(paths, names, strict=True)]
 
