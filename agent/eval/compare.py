@@ -11,6 +11,7 @@ env settings are flagged, since a difference there may not come from the policie
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ from agent.eval.stats import (
 from agent.rollout.trajectory import read_trajectories
 from wikisim.errors import ConfigError
 
+_WORDS = re.compile(r"[A-Za-z]+|[0-9]+|[^A-Za-z0-9]")  # a name's words, numbers and marks
 #: the settings of the old flat EvalConfig that describe the env (newer summaries nest them under "env")
 FLAT_ENV_KEYS = ("index", "tasks", "max_turns", "reward", "judge", "retriever")
 
@@ -101,16 +103,99 @@ def load_run(path: str | Path, metric: str = "em") -> Run:
     )
 
 
-def load_runs(paths: Sequence[str | Path], metric: str = "em") -> list[Run]:
-    """`load_run` of each folder, each named by the fewest trailing parts of its path that no
-    other folder shares (every eval of a stage writes a folder of the stage's name)."""
-    parts = [Path(p).resolve().parts for p in paths]
+def load_runs(paths: Sequence[str | Path], metric: str = "em", *, pool: int = 1) -> list[Run]:
+    """The runs in `paths`, every `pool` consecutive folders one run (`pool_runs`: one method's
+    training seeds), each named by the fewest trailing parts of its path that no other run
+    shares (every eval of a stage writes a folder of the stage's name); a pooled run's path
+    writes the parts its folders differ in as `{a,b}`."""
+    if pool < 1 or len(paths) % pool:
+        raise ConfigError(
+            f"{len(paths)} folders cannot be pooled {pool} to a run: give a multiple of {pool}"
+        )
+    groups = [list(paths[i : i + pool]) for i in range(0, len(paths), pool)]
+    parts = [_pooled_parts([Path(p).resolve().parts for p in group]) for group in groups]
     names: list[str] = []  # at the longest tail, whole paths: the same folder given twice
     for k in range(1, max(map(len, parts), default=0) + 1):
         names = ["/".join(p[-k:]) for p in parts]
         if len(set(names)) == len(names):
             break
-    return [replace(load_run(p, metric), name=n) for p, n in zip(paths, names, strict=True)]
+    return [
+        pool_runs([load_run(p, metric) for p in group], name)
+        for group, name in zip(groups, names, strict=True)
+    ]
+
+
+def _pooled_parts(parts: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """One path for several: the parts they differ in written `{a,b}` (or their whole paths,
+    `+`-joined, where they differ in depth)."""
+    if len(parts) == 1:
+        return parts[0]
+    if len({len(p) for p in parts}) > 1:
+        return ("+".join("/".join(p) for p in parts),)
+    return tuple(_braced(column) for column in zip(*parts, strict=True))
+
+
+def _braced(names: tuple[str, ...]) -> str:
+    """`seed{0,1,2}` for seed0, seed1, seed2: what the names share, once, around what they don't;
+    shared only in whole words and numbers (`s{59_plain,61_dyn}`, not `s{59_plai,61_dy}n`)."""
+    if len(set(names)) == 1:
+        return names[0]
+    words = [_WORDS.findall(n) for n in names]
+    head = 0
+    while all(len(w) > head for w in words) and len({w[head] for w in words}) == 1:
+        head += 1
+    tail = 0
+    while all(len(w) > head + tail for w in words) and len({w[-1 - tail] for w in words}) == 1:
+        tail += 1
+    middles = ["".join(w[head : len(w) - tail]) for w in words]
+    return (
+        "".join(words[0][:head])
+        + "{"
+        + ",".join(middles)
+        + "}"
+        + "".join(words[0][len(words[0]) - tail :])
+    )
+
+
+def pool_runs(runs: Sequence[Run], name: str) -> Run:
+    """Several evaluations as one run (the evals of one method's training seeds on the same
+    tasks): a task's scores are all of theirs, so its score is their mean and a comparison pairs
+    tasks over every seed at once. They must share tasks, index and env settings."""
+    first = runs[0]
+    for run in runs[1:]:
+        if set(run.scores) != set(first.scores):
+            raise ConfigError(
+                f"cannot pool {run.name} with {first.name}: their tasks differ "
+                f"({len(set(run.scores) ^ set(first.scores))} in one only)"
+            )
+        if run.manifest_hash != first.manifest_hash or _env_differences(first, run):
+            raise ConfigError(
+                f"cannot pool {run.name} with {first.name}: their index manifests or env settings differ"
+            )
+    scores = {t: [v for run in runs for v in run.scores[t]] for t in first.scores}
+    tasks_file = " + ".join(dict.fromkeys(run.tasks_file for run in runs))
+    return Run(name, scores, first.manifest_hash, tasks_file, first.env)
+
+
+def only_tasks(run: Run, pattern: str) -> Run:
+    """`run` on the tasks whose id `pattern` (a regular expression) matches, from its start."""
+    try:
+        match = re.compile(pattern).match
+    except re.error as e:
+        raise ConfigError(f"task pattern {pattern!r} is not a regular expression: {e}") from e
+    scores = {t: v for t, v in run.scores.items() if match(t)}
+    if not scores:
+        raise ConfigError(
+            f"no task of {run.name} matches {pattern!r} (its ids look like {next(iter(run.scores))!r})"
+        )
+    return replace(run, scores=scores)
+
+
+def _env_differences(a: Run, b: Run) -> list[str]:
+    """The env settings two runs differ in, their task file's path aside (`tasks_file` has it)."""
+    return sorted(
+        k for k in set(a.env) | set(b.env) if a.env.get(k) != b.env.get(k) and k != "tasks"
+    )
 
 
 def _flags(base: Run, other: Run) -> list[str]:
@@ -131,11 +216,7 @@ def _flags(base: Run, other: Run) -> list[str]:
         )
     if base.tasks_file != other.tasks_file:
         flags.append(f"different task files: {base.tasks_file!r} vs {other.tasks_file!r}")
-    differing = sorted(
-        k
-        for k in set(base.env) | set(other.env)
-        if base.env.get(k) != other.env.get(k) and k != "tasks"
-    )
+    differing = _env_differences(base, other)
     if differing:
         flags.append(
             "different env settings: "

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from agent.eval.compare import compare_runs, load_run, load_runs, power_table
+from agent.eval.compare import compare_runs, load_run, load_runs, only_tasks, power_table
 from agent.rollout.trajectory import Trajectory, Turn, write_trajectories
 from wikisim.cli import main
 from wikisim.errors import ConfigError
@@ -124,6 +124,44 @@ def test_runs_whose_folders_share_a_name_are_told_apart_by_their_paths(
     assert "| dynamic/seed1/eval/grpo - plain/seed1/eval/grpo | 500 |" in text
     other = _write_run(tmp_path / "sft", _one_seed(a))
     assert [r.name for r in load_runs([other, plain])] == ["sft", "grpo"]
+
+
+def test_pooled_seeds_pair_each_task_over_all_of_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    a, b = _planted(16)
+    ids = [f"sfq-{i:03d}" if i % 2 else f"hp-{i:03d}" for i in range(500)]
+    folders = []
+    for method, values in (("plain", a), ("dynamic", b)):
+        for seed in range(3):  # the seeds disagree on one task each, as trained seeds do
+            flipped = values.copy()
+            flipped[seed] = 1.0 - flipped[seed]
+            scores = {t: [float(v)] for t, v in zip(ids, flipped, strict=True)}
+            folders.append(
+                str(_write_run(tmp_path / method / f"seed{seed}" / "eval" / "grpo", scores))
+            )
+    out = tmp_path / "c.json"
+    assert main(["compare", "--pool", "3", *folders, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| dynamic/seed{0,1,2}/eval/grpo - plain/seed{0,1,2}/eval/grpo | 500 | +0.050 [" in text
+    report = json.loads(out.read_text())
+    assert [r["episodes"] for r in report["runs"]] == [1500, 1500]
+    assert report["comparisons"][0]["test"] == "permutation"  # a task's mean of 3 seeds is not 0/1
+    assert (
+        main(["compare", "--pool", "3", "--task-pattern", "^sfq-", *folders, "--out", str(out)])
+        == 0
+    )
+    odd = [i for i in range(500) if i % 2]
+    assert json.loads(out.read_text())["comparisons"][0]["mean"] == pytest.approx(
+        float(np.mean(b[odd] - a[odd]))
+    )
+    with pytest.raises(ConfigError, match="multiple of 4"):
+        load_runs(folders, pool=4)
+    with pytest.raises(ConfigError, match="no task of .* matches 'x-'"):
+        only_tasks(load_run(folders[0]), "x-")
+    fewer = _write_run(tmp_path / "fewer", dict(list(_one_seed(a).items())[:400]))
+    with pytest.raises(ConfigError, match="their tasks differ"):
+        load_runs([folders[0], str(fewer)], pool=2)
 
 
 def test_compare_refuses_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
