@@ -36,7 +36,7 @@ for 2-question steps; the config's 2e-4 is for its 8-question ones).
 
     .venv/bin/python bench/learn_agent.py --quick            # one seed, tiny budgets, 14 min on 2 cores
     .venv/bin/python bench/learn_agent.py                    # on CPU: 3 seeds, 28 GRPO steps, every
-                                                             # held-out question (~5 hours on 2 cores)
+                                                             # held-out question (~4 hours on 2 cores)
     .venv/bin/python bench/learn_agent.py --device cuda      # 3 seeds, the GPU budget (every held-out question)
     for s in 0 1 2; do                                       # or side by side on one GPU, merged
       python bench/learn_agent.py --device cuda --threads 5 --seeds $s --deadline-s 500 \
@@ -739,7 +739,7 @@ def arguments() -> argparse.ArgumentParser:
         "--profile",
         choices=("quick", "cpu", "gpu"),
         default=None,
-        help="the budget: quick (as --quick), cpu (3 seeds of 28 GRPO steps, ~5 hours on 2 cores), gpu "
+        help="the budget: quick (as --quick), cpu (3 seeds of 28 GRPO steps, ~4 hours on 2 cores), gpu "
         "(3 seeds, every held-out question); default gpu on CUDA, else cpu",
     )
     p.add_argument("--seeds", type=int, nargs="+", default=None)
@@ -859,9 +859,10 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--dynamic-rounds",
         type=int,
-        default=GRPO_RECIPE.dynamic_rounds,
+        default=None,
         help="GRPOConfig.dynamic_rounds: a step short of groups that both solved and failed plays "
-        "up to this many more rounds of questions and trains on their mixed groups (0: off)",
+        "up to this many more rounds of questions and trains on their mixed groups (0: off; "
+        "default: the CPU profile's 2, else configs/learn/grpo.yaml's)",
     )
     p.add_argument(
         "--kl-coef",
@@ -1070,8 +1071,9 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "eval_batch": 32,  # the 20 held-out questions in one batch
         "deadline_s": 0,
         "save_every": 0,
+        "dynamic_rounds": GRPO_RECIPE.dynamic_rounds,
     }
-    # the run README's table reports: 3 seeds, 28 GRPO steps, every held-out question, ~5 hours
+    # the run README's table reports: 3 seeds, 28 GRPO steps, every held-out question, ~4 hours
     # on 2 cores. Session 55 ran the 2-hour budget this profile had (24 questions a set, GRPO to
     # a 6,900 s deadline): the evals and SFT left GRPO one step a seed, a GRPO that is not the
     # method's (docs/learning-log.md); --deadline-s still sets such a budget, and says so
@@ -1096,6 +1098,8 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "eval_batch": 60,  # the 171 held-out questions in three batches
         "deadline_s": 0,
         "save_every": 4,  # ~1 hour a seed's GRPO: --resume goes on from the last 4th step
+        "teacher_seed": 0,  # one bank of teacher episodes: SFT's spread went (session 59)
+        "dynamic_rounds": 2,  # GRPO's gain beat its spread across seeds with it (session 62)
     }
     gpu = {
         "seeds": [0, 1, 2],
@@ -1118,6 +1122,7 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "eval_batch": 64,
         "deadline_s": 0,
         "save_every": 0,
+        "dynamic_rounds": GRPO_RECIPE.dynamic_rounds,
     }
     if args.quick:
         args.profile = "quick"
