@@ -108,7 +108,9 @@ def load_runs(paths: Sequence[str | Path], metric: str = "em", *, pool: int = 1)
     training seeds), each named by the fewest trailing parts of its path that no other run
     shares (every eval of a stage writes a folder of the stage's name); a pooled run's path
     writes the parts its folders differ in as `{a,b}`."""
-    if pool < 1 or len(paths) % pool:
+    if pool < 1:
+        raise ConfigError(f"pool={pool}: a run is at least one folder")
+    if len(paths) % pool:
         raise ConfigError(
             f"{len(paths)} folders cannot be pooled {pool} to a run: give a multiple of {pool}"
         )

@@ -157,6 +157,8 @@ def test_pooled_seeds_pair_each_task_over_all_of_them(
     )
     with pytest.raises(ConfigError, match="multiple of 4"):
         load_runs(folders, pool=4)
+    with pytest.raises(ConfigError, match="at least one folder"):
+        load_runs(folders, pool=0)
     with pytest.raises(ConfigError, match="no task of .* matches 'x-'"):
         only_tasks(load_run(folders[0]), "x-")
     fewer = _write_run(tmp_path / "fewer", dict(list(_one_seed(a).items())[:400]))
