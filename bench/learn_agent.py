@@ -729,6 +729,21 @@ def cap_gpu_memory(fraction: float, device: str) -> None:
         torch.cuda.set_per_process_memory_fraction(fraction, torch.device(device).index)
 
 
+#: `--teacher-seed own`: each seed draws its own teacher episodes. A run records it as None, as
+#: the runs before the CPU profile set a bank did; the sentinel only outlives the profile's fill.
+OWN_BANK = "own"
+
+
+def teacher_seed(text: str) -> int | str:
+    """`--teacher-seed`'s value: a seed, or 'own' (each seed its own bank)."""
+    if text == OWN_BANK:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a seed nor {OWN_BANK!r}") from None
+
+
 def arguments() -> argparse.ArgumentParser:
     """The bench's flags; the method's defaults are configs/learn's, the sizes the profiles'."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -778,10 +793,11 @@ def arguments() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--teacher-seed",
-        type=int,
+        type=teacher_seed,
         default=None,
         help="every seed's SFT learns from the teacher episodes drawn under this seed: one SFT "
-        "dataset, the seeds varying only SFT's and GRPO's own draws (default: each seed's own)",
+        "dataset, the seeds varying only SFT's and GRPO's own draws; 'own': each seed draws its "
+        "own (default: the profile's; the CPU profile's is 0)",
     )
     p.add_argument("--sft-epochs", type=int, default=2)
     p.add_argument("--sft-batch", type=int, default=None)
@@ -1130,6 +1146,8 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
     for k, v in {"quick": quick, "cpu": cpu, "gpu": gpu}[args.profile].items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    if args.teacher_seed == OWN_BANK:
+        args.teacher_seed = None
     return args
 
 

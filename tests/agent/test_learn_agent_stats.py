@@ -662,6 +662,19 @@ def test_the_cpu_profile_is_the_method_and_sizes_of_the_readmes_table() -> None:
     assert args["deadline_s"] == 0 and args["seeds"] == [0, 1, 2] and args["save_every"] == 4
 
 
+def test_teacher_seed_own_gives_each_seed_its_own_bank_under_a_profile_that_sets_one() -> None:
+    """The CPU profile's `--teacher-seed` is 0; `--teacher-seed own` still asks for each seed's own
+    teacher episodes (recorded as None, as runs before the profile's bank were), and a value
+    that is neither a seed nor 'own' is an error naming it."""
+    bench = _script("learn_agent")
+    settings = bench["settings"]
+    assert settings(["--device", "cpu"]).teacher_seed == 0
+    assert settings(["--device", "cpu", "--teacher-seed", "own"]).teacher_seed is None
+    assert settings(["--device", "cpu", "--teacher-seed", "3"]).teacher_seed == 3
+    with pytest.raises(SystemExit):
+        settings(["--device", "cpu", "--teacher-seed", "mine"])
+
+
 def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
     tmp_path, monkeypatch, capsys
 ) -> None:
