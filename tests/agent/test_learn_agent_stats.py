@@ -858,3 +858,37 @@ def test_a_turn_after_an_error_is_counted_as_a_retry_only_when_a_tool_ran() -> N
     stats = episodes["episode_stats"]([retried, gave_up, again, plain], tasks)
     assert stats["refused_turns"] == pytest.approx(4 / 4)
     assert stats["retries"] == pytest.approx(1 / 4)
+
+
+def test_tool_patterns_tells_episodes_by_the_calls_they_made_and_what_each_earned(
+    tmp_path, capsys
+) -> None:
+    """bench/tool_patterns.py: one letter a call in order (answer not counted), 'none' without
+    a call, and per pattern its episodes, EM and the share whose own calls showed a gold answer."""
+    bench = _script("tool_patterns")
+
+    def played(calls: tuple[tuple[str, ...], ...], seen: str, answer: str, em: float) -> Trajectory:
+        turns = tuple(
+            Turn(text="t", ids=(1,), logprobs=(0.0,), observation=seen, tool_calls=c) for c in calls
+        )
+        return Trajectory(
+            "angola-capital", 0, "p", (9,), turns, answer, em, True, False, "h", "v", {"em": em}
+        )
+
+    search, visit, answer = ("search",), ("visit",), ("answer",)
+    episodes = [
+        played((search, answer), "Its capital is Luanda.", "Luanda", 1.0),
+        played((search, answer), "Angola is a country.", "Angola", 0.0),
+        played((search, visit, answer), "Luanda is its capital.", "Benguela", 0.0),
+        played((answer,), "", "Luanda", 1.0),
+    ]
+    assert bench["pattern"](["search", "visit", "answer"]) == "s-v"
+    write_trajectories(tmp_path / "trajectories.jsonl", episodes)
+    bench["from_files"]([str(tmp_path)])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("4 episodes, searches 0.750 and visits 0.250 an episode")
+    assert out[2].split() == ["s", "2", "0.500", "0.500"]
+    assert [line.split() for line in out[3:]] == [
+        ["none", "1", "1.000", "0.000"],
+        ["s-v", "1", "0.000", "1.000"],
+    ]
