@@ -536,9 +536,12 @@ class Bench:
         kept, report = rejection_sample(
             self.runner.teacher(teacher, chat, drawn), questions, a.samples_per_question
         )
+        answered = [q for q in questions if report.kept.get(q)]
         kept = cap_direct(kept, a.direct_share, drawn)
         out.mkdir(parents=True, exist_ok=True)
         write_trajectories(out / "sft_data.jsonl", kept)
+        # GRPO's candidates, all the teacher answered: `--direct-share` drops some from the data
+        (out / CANDIDATES).write_text(json.dumps(answered), encoding="utf-8")
         res["rejection"] = {
             "kept": report.kept_total,
             "tried": report.tried_total,
@@ -578,7 +581,7 @@ class Bench:
         res["sft"] = self.evaluate("sft", sft.final_dir, seed)
         eval_s = res["time_s"]["eval sft"] = time.perf_counter() - t_eval
         return SFTStage(
-            [q for q in questions if report.kept.get(q)],
+            answered,
             sft.final_dir,
             out / "sft_data.jsonl",
             eval_s,
@@ -590,7 +593,7 @@ class Bench:
         a = self.args
         earlier = reused_run(Path(a.sft_from), vars(a), seed)
         src = Path(a.sft_from) / f"seed{seed}"
-        have = {t.task_id for t in read_trajectories(src / "sft_data.jsonl")}
+        have = set(candidates(src))
         evals = src / "eval"
         sampled = evals / "sft-sampled" / "trajectories.jsonl"
         res["sft_from"] = str(src)
@@ -650,6 +653,19 @@ SFT_FLAGS = (
 )
 
 
+#: A seed folder's GRPO candidates: the training questions its teacher answered, in order.
+CANDIDATES = "grpo_candidates.json"
+
+
+def candidates(seed_dir: Path) -> list[str]:
+    """The GRPO candidates a seed's SFT stage left; a folder from before the file, whose
+    `sft_data.jsonl` then held them all (`reused_run` refuses one that could not), its episodes'."""
+    path = seed_dir / CANDIDATES
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return list(dict.fromkeys(t.task_id for t in read_trajectories(seed_dir / "sft_data.jsonl")))
+
+
 def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
     """The seed's results in the earlier run `--sft-from` names (its `partial.json`, written after
     each seed), checked to be reusable: the same SFT and eval settings, and every candidate GRPO
@@ -661,8 +677,11 @@ def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
         raise SystemExit(f"{where}: no readable partial.json of a learn_agent run ({e})") from e
     if differ := differing([str(run_dir), "this run"], [earlier, {"args": args}], SFT_FLAGS):
         raise SystemExit(f"{where}: its SFT ran with other settings: {differ}")
-    if args["direct_share"] < 1:
-        raise SystemExit(f"{where}: --direct-share below 1 leaves GRPO's candidates unrecorded")
+    if args["direct_share"] < 1 and not (run_dir / f"seed{seed}" / CANDIDATES).is_file():
+        raise SystemExit(
+            f"{where}: seed{seed}/ predates {CANDIDATES}, and --direct-share below 1 dropped "
+            "some of GRPO's candidates from its sft_data.jsonl"
+        )
     runs = [r for r in earlier["runs"] if r["seed"] == seed]
     if not runs:
         done = [r["seed"] for r in earlier["runs"]]

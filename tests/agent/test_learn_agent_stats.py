@@ -548,6 +548,28 @@ def test_sft_from_reuses_an_earlier_seeds_sft_only_where_its_settings_were_this_
         reused_run(tmp_path / "elsewhere", flags, 0)
 
 
+def test_sft_from_a_direct_share_run_reads_grpo_candidates_from_their_own_file(tmp_path) -> None:
+    """`--direct-share` below 1 drops teacher episodes from sft_data.jsonl, so GRPO's candidates
+    (every question the teacher answered) come from the seed's grpo_candidates.json; a folder
+    from before that file is then an error naming it."""
+    bench = _script("learn_agent")
+    args = bench["arguments"]().parse_args(["--sft-from", str(tmp_path / "run")])
+    for k, v in {"eval_limit": 24, "sft_steps": 16, "micro_batch": 2, "eval_batch": 60}.items():
+        setattr(args, k, v)
+    args.direct_share = 0.5
+    flags = {k: getattr(args, k) for k in bench["SFT_FLAGS"]}
+    _earlier_run(tmp_path / "run", flags, (0,), [_episode("q0", "it is a0", "a0", 1.0)])
+    with pytest.raises(SystemExit, match=r"seed0/ predates grpo_candidates.json"):
+        bench["reused_run"](tmp_path / "run", flags, 0)
+    (tmp_path / "run" / "seed0" / "grpo_candidates.json").write_text('["q2", "q3"]')
+    b = object.__new__(bench["Bench"])
+    b.args = args
+    b.data = bench["Data"](TaskSet([Task("q0", "Q0?", ("a0",))], "t"), ["q4", "q3", "q2"], {}, {})
+    b.held_ids = {"set": {"q0"}}
+    stage = b.reused_sft(0, {"time_s": {}, "code": {"commit": "abc"}})
+    assert stage.candidates == ["q3", "q2"]  # the training questions' order
+
+
 def test_each_seed_records_the_machine_its_weights_came_from() -> None:
     """Weights are the same to the byte on one kind of CPU, not across kinds: a run says which."""
     import torch
