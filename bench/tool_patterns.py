@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learn_agent import ENV, load_data  # noqa: E402
+from learn_agent import ENV, GRPO_RECIPE, load_data  # noqa: E402
 
 from agent.rollout.trajectory import Trajectory, read_trajectories  # noqa: E402
 from agent.train.episodes import EnvRunner  # noqa: E402
@@ -80,9 +80,15 @@ def sampled(policy: str, questions: int, samples: int, seed: int, temperature: f
 
     torch.set_num_threads(2)
     data = load_data(0)
-    env = build_config(EnvConfig, {**ENV, "max_turns": 4})
+    # the episode budgets GRPO samples under (configs/learn/grpo.yaml), as the learning bench's
+    env = build_config(EnvConfig, {**ENV, "max_turns": GRPO_RECIPE.env.max_turns})
     runner = EnvRunner(
-        data.tasks, env, max_new_tokens=128, max_context_tokens=2048, slots=64, think_budget=56
+        data.tasks,
+        env,
+        max_new_tokens=GRPO_RECIPE.max_new_tokens,
+        max_context_tokens=GRPO_RECIPE.max_context_tokens,
+        slots=64,
+        think_budget=GRPO_RECIPE.think_budget,
     )
     tok = AutoTokenizer.from_pretrained(policy)
     model = AutoModelForCausalLM.from_pretrained(policy)
@@ -101,7 +107,7 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=48)
     p.add_argument("--samples", type=int, default=4, help="episodes a question")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--temperature", type=float, default=GRPO_RECIPE.temperature)
     a = p.parse_args()
     if bool(a.paths) == bool(a.sample):
         raise SystemExit("name eval folders or --sample a checkpoint, one of the two")
