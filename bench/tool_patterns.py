@@ -6,11 +6,16 @@ what the learning log asks of a teacher bank weighted to longer episodes.
 
     python bench/tool_patterns.py bench/results/RUN/seed0/eval/sft bench/results/RUN/seed0/eval/grpo
     python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final --questions 48 --samples 4
+    python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final \
+        --after-errors bench/results/RUN/seed0/eval/sft --samples 8
 
 The first reads evals' `trajectories.jsonl`; the second samples a checkpoint at GRPO's temperature
 on training questions of the learning bench (its env options and questions, drawn with
 `--seed`), as GRPO's groups would play them from scratch. Patterns are written one letter a
 call (s search, v visit, ? a call the env could not read), "none" for an episode without one.
+The third samples the checkpoint from each state of an eval where the env refused the first
+call, that turn replayed: what it does next (calls again and runs, answers, is refused again)
+says whether a GRPO group started there could hold a retry to reward.
 """
 
 from __future__ import annotations
@@ -18,17 +23,19 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from learn_agent import ENV, GRPO_RECIPE, load_data  # noqa: E402
 
 from agent.rollout.trajectory import Trajectory, read_trajectories  # noqa: E402
-from agent.train.episodes import EnvRunner  # noqa: E402
+from agent.train.episodes import EnvRunner, Sampler  # noqa: E402
 from agent.train.sft import gold_retrieved  # noqa: E402
+from agent.train.teachers import refused  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TaskSet  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -74,16 +81,16 @@ def from_files(paths: Sequence[str]) -> None:
         table(rows(read_trajectories(f), tasks), str(path))
 
 
-def sampled(policy: str, questions: int, samples: int, seed: int, temperature: float) -> None:
+def sampler(policy: str) -> tuple[Sampler, Any]:
+    """GRPO's sampler over the learning bench's tasks, in its episode budgets
+    (configs/learn/grpo.yaml), and the checkpoint `policy` to sample."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.set_num_threads(2)
-    data = load_data(0)
-    # the episode budgets GRPO samples under (configs/learn/grpo.yaml), as the learning bench's
     env = build_config(EnvConfig, {**ENV, "max_turns": GRPO_RECIPE.env.max_turns})
     runner = EnvRunner(
-        data.tasks,
+        load_data(0).tasks,
         env,
         max_new_tokens=GRPO_RECIPE.max_new_tokens,
         max_context_tokens=GRPO_RECIPE.max_context_tokens,
@@ -91,19 +98,66 @@ def sampled(policy: str, questions: int, samples: int, seed: int, temperature: f
         think_budget=GRPO_RECIPE.think_budget,
     )
     tok = AutoTokenizer.from_pretrained(policy)
-    model = AutoModelForCausalLM.from_pretrained(policy)
+    return runner.sampler(tok), AutoModelForCausalLM.from_pretrained(policy)
+
+
+def sampled(policy: str, questions: int, samples: int, seed: int, temperature: float) -> None:
+    data = load_data(0)
+    sample, model = sampler(policy)
     ids = random.Random(seed).sample(data.train, questions)
-    trajs = runner.sampler(tok)(model, ids, samples, seed + 1, temperature)
+    trajs = sample(model, ids, samples, seed + 1, temperature)
     table(
         rows(trajs, data.tasks),
         f"{policy} at temperature {temperature}, {questions} training questions",
     )
 
 
+def after_error(t: Trajectory) -> str:
+    """What an episode started from a refused first turn did in its next turn."""
+    if len(t.turns) < 2:
+        return "nothing (turns ran out)"
+    first, after = t.turns[0], t.turns[1]
+    if after.observation and refused(after.observation):
+        return "refused again" + (", word for word" if after.text == first.text else "")
+    if pattern(after.tool_calls) != "none":
+        return "called again, and it ran: " + pattern(after.tool_calls)
+    return "answered" if t.answer is not None else "neither called nor answered"
+
+
+def after_errors(evals: str, policy: str, samples: int, seed: int, temperature: float) -> None:
+    f = Path(evals)
+    f = f / "trajectories.jsonl" if f.is_dir() else f
+    broken = [
+        t
+        for t in read_trajectories(f)
+        if t.turns and t.turns[0].observation and refused(t.turns[0].observation)
+    ]
+    if not broken:
+        raise SystemExit(f"{evals}: no episode whose first call the env refused")
+    sample, model = sampler(policy)
+    starts = {t.task_id: (t.turns[0].text,) for t in broken}
+    trajs = sample(model, list(starts), samples, seed + 1, temperature, starts=starts)
+    n = len(trajs)
+    print(
+        f"{policy} at temperature {temperature}, {samples} samples from each of the "
+        f"{len(broken)} refused first calls of {evals} (greedy then: "
+        + ", ".join(f"{k} {v}" for k, v in Counter(after_error(t) for t in broken).items())
+        + ")"
+    )
+    for kind, count in Counter(after_error(t) for t in trajs).most_common():
+        print(f"  {kind:40s} {count:4d} {count / n:6.3f}")
+    print(f"  EM {sum(t.metrics.get('em', 0.0) for t in trajs) / n:.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("paths", nargs="*", help="eval folders or trajectories.jsonl files")
     p.add_argument("--sample", default="", help="a checkpoint folder to sample instead")
+    p.add_argument(
+        "--after-errors",
+        default="",
+        help="with --sample: an eval folder whose refused first calls the checkpoint goes on from",
+    )
     p.add_argument("--questions", type=int, default=48)
     p.add_argument("--samples", type=int, default=4, help="episodes a question")
     p.add_argument("--seed", type=int, default=0)
@@ -111,7 +165,11 @@ def main() -> None:
     a = p.parse_args()
     if bool(a.paths) == bool(a.sample):
         raise SystemExit("name eval folders or --sample a checkpoint, one of the two")
-    if a.sample:
+    if a.after_errors and not a.sample:
+        raise SystemExit("--after-errors needs --sample: the checkpoint that goes on from them")
+    if a.after_errors:
+        after_errors(a.after_errors, a.sample, a.samples, a.seed, a.temperature)
+    elif a.sample:
         sampled(a.sample, a.questions, a.samples, a.seed, a.temperature)
     else:
         from_files(a.paths)

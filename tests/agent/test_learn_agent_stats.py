@@ -914,3 +914,28 @@ def test_tool_patterns_tells_episodes_by_the_calls_they_made_and_what_each_earne
         ["none", "1", "1.000", "0.000"],
         ["s-v", "1", "0.000", "1.000"],
     ]
+
+
+def test_tool_patterns_names_what_a_policy_did_after_a_refused_first_call() -> None:
+    """bench/tool_patterns.py --after-errors: the turn after a refused first call ran a call, was
+    refused again (word for word or not), answered, or never came (the turns ran out)."""
+    bench = _script("tool_patterns")
+    error = "Error: the tool call is not valid JSON (Expecting ',' delimiter): '{...'."
+    broken = Turn(text="x", ids=(1,), logprobs=(0.0,), observation=error, tool_calls=("search",))
+    other = dataclasses.replace(broken, text="y")
+    ran = Turn(
+        text="s", ids=(1,), logprobs=(0.0,), observation="1. [Luanda] ...", tool_calls=("search",)
+    )
+    answered = Turn(text="a", ids=(1,), logprobs=(0.0,), observation="", tool_calls=("answer",))
+
+    def episode(*turns: Turn, answer: str | None = None) -> Trajectory:
+        return Trajectory(
+            "angola-capital", 0, "p", (9,), turns, answer, 0.0, True, False, "h", "v", {}
+        )
+
+    kind = bench["after_error"]
+    assert kind(episode(broken, ran, answered, answer="Luanda")) == "called again, and it ran: s"
+    assert kind(episode(broken, answered, answer="Angola")) == "answered"
+    assert kind(episode(broken, broken)) == "refused again, word for word"
+    assert kind(episode(broken, other)) == "refused again"
+    assert kind(episode(broken)) == "nothing (turns ran out)"
