@@ -1084,7 +1084,8 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
     """The flags as a run uses them: what the command line leaves unset, its profile sets."""
     args = arguments().parse_args(argv)
     # within 15 minutes on 2 cores: 13.9 on session 52's AMD EPYC, where 4 questions a set, 32 own
-    # episodes and a dev check took 19.8 (what each stage costs: docs/learning-log.md)
+    # episodes and a dev check took 19.8; 15.8 on session 64's AVX2-only EPYC, where 16 own
+    # episodes and micro-batches of 2 took 16.5 (what each stage costs: docs/learning-log.md)
     quick = {
         "seeds": [0],
         "eval_limit": 2,  # every eval is compute-bound: its time goes with its questions
@@ -1095,14 +1096,14 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "grpo_steps": 2,
         "questions_per_step": 2,
         "probe_questions": 4,
-        "own_starts": 16,  # 32 played (~220 s here) start 20 questions; 2 steps use 3
+        "own_starts": 8,  # 8 played start 4 questions (16 started 9); 2 steps use 3
         "group_size": 4,
         "dev_every": 0,  # the GRPO eval right after the last step is the held-out point
         "health_questions": 4,
         "health_every": 2,
         "dev_per_set": 1,
         "pass_samples": 0,
-        "micro_batch": 2,
+        "micro_batch": 1,  # SFT 338 s against 399 s at 2 (no row padded; the same SFT eval)
         "eval_batch": 32,  # the 20 held-out questions in one batch
         "deadline_s": 0,
         "save_every": 0,
