@@ -73,12 +73,16 @@ def rows(trajs: Iterable[Trajectory], tasks: TaskSet) -> list[tuple[str, float, 
     ]
 
 
+def played(path: str) -> Iterable[Trajectory]:
+    """The episodes of an eval folder or of a trajectories.jsonl file."""
+    f = Path(path)
+    return read_trajectories(f / "trajectories.jsonl" if f.is_dir() else f)
+
+
 def from_files(paths: Sequence[str]) -> None:
     tasks = load_data(0).tasks
     for path in paths:
-        f = Path(path)
-        f = f / "trajectories.jsonl" if f.is_dir() else f
-        table(rows(read_trajectories(f), tasks), str(path))
+        table(rows(played(path), tasks), str(path))
 
 
 def sampler(policy: str) -> tuple[Sampler, Any]:
@@ -119,17 +123,16 @@ def after_error(t: Trajectory) -> str:
     first, after = t.turns[0], t.turns[1]
     if after.observation and refused(after.observation):
         return "refused again" + (", word for word" if after.text == first.text else "")
-    if pattern(after.tool_calls) != "none":
-        return "called again, and it ran: " + pattern(after.tool_calls)
+    calls = pattern(after.tool_calls)
+    if calls != "none":
+        return "called again, and it ran: " + calls
     return "answered" if t.answer is not None else "neither called nor answered"
 
 
 def after_errors(evals: str, policy: str, samples: int, seed: int, temperature: float) -> None:
-    f = Path(evals)
-    f = f / "trajectories.jsonl" if f.is_dir() else f
     broken = [
         t
-        for t in read_trajectories(f)
+        for t in played(evals)
         if t.turns and t.turns[0].observation and refused(t.turns[0].observation)
     ]
     if not broken:
