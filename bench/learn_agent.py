@@ -389,14 +389,22 @@ class Bench:
         """One seed's rejection sampling, SFT, GRPO and evals; under `--deadline-s` it gets an
         equal share of the time left, and its GRPO runs the steps that fit in that share."""
         a, out = self.args, self.out / f"seed{seed}"
-        if not a.resume:  # a resumed seed goes on from the GRPO checkpoint under `out`
+        # a resumed seed goes on from the SFT and GRPO checkpoints under `out`; one cut before
+        # its SFT record was written has nothing there to go on from
+        own_sft = a.resume and not a.sft_from and (out / SFT_RECORD).is_file()
+        if not (a.resume and (a.sft_from or own_sft)):
             shutil.rmtree(out, ignore_errors=True)
         res: dict = {"seed": seed, "untrained": untrained, "time_s": {}, "code": code_revision()}
         res["machine"] = machine(self.device)
         t0 = time.perf_counter()
         deadline = t0 + (a.deadline_s - (t0 - self.started)) / seeds_left
         tok, _ = load_local(smollm2_dir())
-        stage = self.reused_sft(seed, res) if a.sft_from else self.sft(seed, tok, out, res)
+        if a.sft_from:
+            stage = self.reused_sft(seed, res)
+        elif own_sft:
+            stage = self.recorded_sft(seed, out, res)
+        else:
+            stage = self.sft(seed, tok, out, res)
         if a.sft_only:
             res["checkpoints"] = {"sft": stage.final_dir}
             return res
@@ -477,6 +485,7 @@ class Bench:
         # under --deadline-s GRPO stops once another step, at its pace so far, would leave no
         # time for the end eval
         stop_by = deadline - 1.5 * stage.eval_s - 30 if a.deadline_s else None
+        resumed = a.resume and any((out / "grpo" / "checkpoints").glob("step-*/trainer_state.json"))
         g = train_grpo(
             gcfg,
             train_ids,
@@ -493,7 +502,7 @@ class Bench:
                 list(read_trajectories(out / "grpo" / OWN_EPISODES))
             )
         res["time_s"]["grpo"] = time.perf_counter() - t0
-        res["grpo_resumed"] = a.resume  # then time_s counts only the part after the cut
+        res["grpo_resumed"] = resumed  # then time_s counts only the part after the cut
         self.gpu_peak("grpo")
         res["grpo_curve"] = [
             {k: r[k] for k in GRPO_CURVE if k in r}
@@ -580,11 +589,40 @@ class Bench:
         t_eval = time.perf_counter()
         res["sft"] = self.evaluate("sft", sft.final_dir, seed)
         eval_s = res["time_s"]["eval sft"] = time.perf_counter() - t_eval
+        record_sft(out, res, vars(a))
         return SFTStage(
             answered,
             sft.final_dir,
             out / "sft_data.jsonl",
             eval_s,
+        )
+
+    def recorded_sft(self, seed: int, out: Path, res: dict) -> SFTStage:
+        """`--resume` of a run cut after this seed's SFT: its teacher episodes, SFT weights and
+        SFT eval as this run's own SFT stage recorded them (`SFT_RECORD`), so a seed cut in GRPO
+        does not train and evaluate its SFT again; an error unless its SFT ran with this run's
+        SFT and eval flags."""
+        where = f"--resume: {out / SFT_RECORD}"
+        try:
+            record = json.loads((out / SFT_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"{where} is not readable ({e})") from e
+        if differ := differing([where, "this run"], [record, {"args": vars(self.args)}], SFT_FLAGS):
+            raise SystemExit(f"{where}: its SFT ran with other settings: {differ}")
+        missing = [
+            p for p in ("sft_data.jsonl", "sft/final", "sft/adapter") if not (out / p).exists()
+        ]
+        if missing:
+            raise SystemExit(f"{where}: seed{seed}/ lacks {', '.join(missing)}")
+        res |= {k: record[k] for k in ("rejection", "sft_losses", "sft")}
+        res["time_s"] |= record["time_s"]
+        res["sft_resumed"] = True  # its SFT ran in the process the cut ended
+        have = set(candidates(out))
+        return SFTStage(
+            [q for q in self.training_questions() if q in have],
+            str(out / "sft" / "final"),
+            out / "sft_data.jsonl",
+            record["time_s"]["eval sft"],
         )
 
     def reused_sft(self, seed: int, res: dict) -> SFTStage:
@@ -655,6 +693,16 @@ SFT_FLAGS = (
 
 #: A seed folder's GRPO candidates: the training questions its teacher answered, in order.
 CANDIDATES = "grpo_candidates.json"
+#: A seed folder's SFT stage as its run recorded it once the SFT eval ended: what `--resume`
+#: goes on from when the run was cut in that seed's GRPO.
+SFT_RECORD = "sft.json"
+
+
+def record_sft(seed_dir: Path, res: dict, args: dict[str, Any]) -> None:
+    """Write a seed's SFT stage (`SFT_RECORD`) once its SFT eval ended: `--resume` reads it."""
+    record = {k: res[k] for k in ("rejection", "sft_losses", "sft")}
+    record |= {"args": args, "time_s": dict(res["time_s"])}
+    (seed_dir / SFT_RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
 def candidates(seed_dir: Path) -> list[str]:
@@ -696,8 +744,9 @@ def reused_run(run_dir: Path, args: dict[str, Any], seed: int) -> dict:
 
 
 def finished_seeds(run_dir: Path, args: dict[str, Any]) -> dict[int, dict]:
-    """`--resume`: the seeds an interrupted run finished (its `partial.json`, written after each
-    seed; none if it stopped in its first), an error unless it ran this run's method."""
+    """`--resume`: the seeds an interrupted run finished (its `partial.json`, written as it starts
+    and after each seed; a run from before the first write has none), an error unless it ran
+    this run's method."""
     path = run_dir / "partial.json"
     if not path.is_file():
         return {}
@@ -897,7 +946,7 @@ def arguments() -> argparse.ArgumentParser:
         default=None,
         help="GRPOConfig.dynamic_rounds: a step short of groups that both solved and failed plays "
         "up to this many more rounds of questions and trains on their mixed groups (0: off; "
-        "default: the CPU profile's 2, else configs/learn/grpo.yaml's)",
+        "default: configs/learn/grpo.yaml's 2; --quick's 0)",
     )
     p.add_argument(
         "--kl-coef",
@@ -1049,10 +1098,10 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="go on with an interrupted run of the same --name and flags: the seeds its "
-        "partial.json holds are kept, and each other seed's GRPO goes on from its newest "
-        "checkpoint (--save-every) to the weights an uninterrupted run ends with; needs "
-        "--sft-from (the SFT it went on from)",
+        help="go on with an interrupted run of the same --name and flags (and --sft-from, if it "
+        "had one): the seeds its partial.json holds are kept; each other seed whose SFT and SFT "
+        "eval ended (or came from --sft-from) keeps them, and its GRPO goes on from its newest "
+        "checkpoint (--save-every) to the weights an uninterrupted run ends with",
     )
     p.add_argument("--name", default="", help="results name (default learn_agent[_quick])")
     p.add_argument(
@@ -1099,15 +1148,18 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "own_starts": 8,  # 8 played start 4 questions (16 started 9); 2 steps use 3
         "group_size": 4,
         "dev_every": 0,  # the GRPO eval right after the last step is the held-out point
-        "health_questions": 4,
+        # no collapse guard: on 4 questions one left unanswered (0.25) is past its 0.15 margin,
+        # so a check stopped GRPO on noise; the checks of 4 cost 66 s of quick's 15 minutes
+        "health_questions": 0,
         "health_every": 2,
         "dev_per_set": 1,
         "pass_samples": 0,
         "micro_batch": 1,  # SFT 338 s against 399 s at 2 (no row padded; the same SFT eval)
-        "eval_batch": 32,  # the 20 held-out questions in one batch
+        "eval_batch": 32,  # the 10 held-out questions in one batch
         "deadline_s": 0,
         "save_every": 0,
-        "dynamic_rounds": GRPO_RECIPE.dynamic_rounds,
+        "dynamic_rounds": 0,  # a budget here: the method's 2 more rounds a step would up to
+        # treble the sampling of GRPO's two steps
     }
     # the run README's table reports: 3 seeds, 28 GRPO steps, every held-out question, ~4 hours
     # on 2 cores. Session 55 ran the 2-hour budget this profile had (24 questions a set, GRPO to
@@ -1135,7 +1187,7 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         "deadline_s": 0,
         "save_every": 4,  # ~1 hour a seed's GRPO: --resume goes on from the last 4th step
         "teacher_seed": 0,  # one bank of teacher episodes: SFT's spread went (session 59)
-        "dynamic_rounds": 2,  # GRPO's gain beat its spread across seeds with it (session 62)
+        "dynamic_rounds": GRPO_RECIPE.dynamic_rounds,
     }
     gpu = {
         "seeds": [0, 1, 2],
@@ -1191,8 +1243,8 @@ def main() -> None:
     if args.reevaluate:
         reevaluate(args, name)
         return
-    if args.resume and not args.sft_from:
-        raise SystemExit("--resume goes on with GRPO: name the SFT it started from (--sft-from)")
+    if args.resume and not (RESULTS / name).is_dir():
+        raise SystemExit(f"--resume: there is no run {RESULTS / name} to go on with")
     t0, started = time.perf_counter(), time.time()
     data = load_data(args.eval_limit)
     finished = finished_seeds(RESULTS / name, vars(args)) if args.resume else {}
@@ -1201,7 +1253,10 @@ def main() -> None:
     bench = Bench(args, data, RESULTS / name)
     # an SFT-only run's untrained eval would go unread: --sft-from reads no report
     baseline, untrained, times = bench.references(args.untrained and not args.sft_only)
-    runs = []
+    runs: list[dict] = []
+    partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}
+    if not args.resume:  # what --resume checks its flags against, should the first seed be cut
+        (bench.out / "partial.json").write_text(json.dumps(partial, indent=1))
     for i, seed in enumerate(args.seeds):
         runs.append(finished.get(seed) or bench.seed(seed, untrained, len(args.seeds) - i))
         partial = {"args": vars(args), "runs": runs, "baseline": baseline, "times": times}

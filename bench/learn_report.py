@@ -268,7 +268,7 @@ BUDGET_CORES = 2
 def budget(args: dict, runs: list[dict], wall: float, span: list[float] | None) -> dict:
     """Whether this report is the whole bench run within 2 hours on 2 CPU cores, or why it cannot
     say: only a report whose every stage ran in its wall time (three seeds, every held-out
-    question, the untrained eval and SFT its own, no seed resumed) on a CPU of 2 cores is judged.
+    question, the untrained eval and SFT its own, not resumed) on a CPU of 2 cores is judged.
     Seeds side by side count once (`combined_wall`), so three processes of one thread on 2 cores
     are judged as one process of two."""
     cores = [r.get("machine", {}).get("cores") for r in runs]
@@ -279,7 +279,10 @@ def budget(args: dict, runs: list[dict], wall: float, span: list[float] | None) 
         (len(runs) < SPREAD_SEEDS, f"{len(runs)} seeds"),
         (bool(args.get("untrained_from")), "the untrained eval is another report's"),
         (any(r.get("sft_from") for r in runs), "SFT is an earlier run's"),
-        (any(r.get("grpo_resumed") for r in runs), "a resumed seed timed only its last part"),
+        (
+            bool(args.get("resume")) or any(r.get("grpo_resumed") for r in runs),
+            "resumed: its wall time is its last process's",
+        ),
         (span is None, "its parts did not record when they ran"),
         (None in cores, "its seeds did not record their cores"),
         (most > BUDGET_CORES, f"ran on {most} cores"),

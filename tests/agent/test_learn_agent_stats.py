@@ -602,7 +602,7 @@ def test_the_2_hour_target_is_judged_only_on_a_whole_bench_on_2_cpu_cores() -> N
             span,
         ),
         "SFT is an earlier run's": (args, [{**runs[0], "sft_from": "x"}, *runs[1:]], span),
-        "a resumed seed timed only its last part": (
+        "resumed: its wall time is its last process's": (
             args,
             [*runs[:2], {**runs[2], "grpo_resumed": True}],
             span,
@@ -617,6 +617,8 @@ def test_the_2_hour_target_is_judged_only_on_a_whole_bench_on_2_cpu_cores() -> N
     }
     for why, (a, r, s) in unjudged.items():
         assert budget(a, r, 100.0, s) == {"wall_s": 100.0, "met": None, "why": why}
+    # a resumed run whose seeds all finished in its last process still timed only that process
+    assert budget({**args, "resume": True}, runs, 100.0, span)["met"] is None
 
 
 def test_a_seeds_rollbacks_are_read_off_its_grpo_curve() -> None:
@@ -718,6 +720,7 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
         def __init__(self, args, data, out) -> None:
             self.args, self.out, self.device = args, out, "cpu"
             self.started = 0.0
+            out.mkdir(parents=True, exist_ok=True)
 
         def references(self, untrained: bool) -> tuple[dict, None, dict]:
             assert not untrained  # nothing would read it
@@ -832,9 +835,109 @@ def test_a_resumed_run_keeps_its_finished_seeds_and_goes_on_from_grpo_checkpoint
     monkeypatch.setattr(sys, "argv", [*argv, "--resume", "--grpo-steps", "14"])
     with pytest.raises(SystemExit, match=r"other settings: --grpo-steps"):
         bench["main"]()
-    monkeypatch.setattr(sys, "argv", ["learn_agent.py", "--resume", "--name", "run"])
-    with pytest.raises(SystemExit, match="--sft-from"):
+    monkeypatch.setattr(sys, "argv", ["learn_agent.py", "--resume", "--name", "elsewhere"])
+    with pytest.raises(SystemExit, match="there is no run"):
         bench["main"]()
+
+
+def test_a_whole_run_cut_in_grpo_resumes_from_its_own_sft(tmp_path, monkeypatch) -> None:
+    """--resume without --sft-from: a seed cut in GRPO keeps the SFT and SFT eval its run
+    recorded (not trained again) and its GRPO goes on from its checkpoints; a seed cut before its
+    SFT record trains SFT anew; an SFT recorded under other SFT flags is an error naming them."""
+    import sys
+
+    import torch
+
+    bench = _script("learn_agent")
+    g = bench["main"].__globals__
+    results = tmp_path / "results"
+    trained: list[int] = []
+    configs: list = []
+
+    class Stop(Exception):
+        pass
+
+    class Bench:
+        seed = bench["Bench"].seed  # the real one, up to GRPO
+        recorded_sft = bench["Bench"].recorded_sft
+        training_questions = bench["Bench"].training_questions
+
+        def __init__(self, args, data, out) -> None:
+            self.args, self.out, self.device = args, out, "cpu"
+            self.started = 0.0
+            self.env = g["build_config"](g["EnvConfig"], g["ENV"])
+            self.data = bench["Data"](None, ["q3", "q4"], {}, {})
+            self.runner = type("Runner", (), {"sampler": lambda self, tok: None})()
+            out.mkdir(parents=True, exist_ok=True)
+
+        def references(self, untrained: bool) -> tuple[dict, None, dict]:
+            return {}, None, {}
+
+        def sft(self, seed: int, tok, out: Path, res: dict):
+            trained.append(seed)
+            for d in ("sft/final", "sft/adapter"):
+                (out / d).mkdir(parents=True)
+            write_trajectories(out / "sft_data.jsonl", [_episode("q3", "x", "a", 1.0)])
+            (out / bench["CANDIDATES"]).write_text(json.dumps(["q3"]))
+            res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {"pooled": {"em": 0.1}}}
+            res["time_s"] |= {"rejection": 1.0, "sft": 2.0, "eval sft": 3.0}
+            if seed == 0:  # seed 1 is cut in its SFT eval, before its record
+                bench["record_sft"](out, res, vars(self.args))
+            return bench["SFTStage"](
+                ["q3"], str(out / "sft" / "final"), out / "sft_data.jsonl", 3.0
+            )
+
+    def train_grpo(cfg, ids, *args, **kwargs):
+        configs.append((cfg, list(ids)))
+        step = Path(cfg.output_dir) / "checkpoints" / "step-4"
+        step.mkdir(parents=True, exist_ok=True)
+        (step / "trainer_state.json").write_text("{}")
+        raise Stop  # the session ends in this seed's GRPO
+
+    monkeypatch.setitem(g, "Bench", Bench)
+    monkeypatch.setitem(g, "load_data", lambda limit: None)
+    monkeypatch.setitem(g, "load_local", lambda path: (None, None))
+    monkeypatch.setitem(g, "train_grpo", train_grpo)
+    monkeypatch.setitem(g, "RESULTS", results)
+    threads = ["--threads", str(torch.get_num_threads())]
+    argv = ["learn_agent.py", "--seeds", "0", "--no-untrained", "--deadline-s", "0", *threads]
+    argv += ["--name", "run", "--save-every", "4", "--own-starts", "8"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(Stop):
+        bench["main"]()
+    assert trained == [0] and not configs[-1][0].resume
+    partial = json.loads((results / "run" / "partial.json").read_text())
+    assert partial["runs"] == [] and partial["args"]["seeds"] == [0]  # what --resume checks
+
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
+    with pytest.raises(Stop):
+        bench["main"]()
+    assert trained == [0]  # its SFT was not trained again
+    cfg, ids = configs[-1]
+    assert cfg.resume and ids == ["q3"]
+    assert cfg.init_checkpoint == str(results / "run" / "seed0" / "sft" / "adapter")
+    assert (results / "run" / "seed0" / "grpo" / "checkpoints" / "step-4").is_dir()
+
+    row: dict = {"time_s": {}}
+    runner = object.__new__(Bench)
+    runner.args = bench["settings"]([*argv[1:], "--resume"])
+    runner.data = bench["Data"](None, ["q3", "q4"], {}, {})
+    stage = runner.recorded_sft(0, results / "run" / "seed0", row)
+    assert row["sft"] == {"pooled": {"em": 0.1}} and row["sft_losses"] == [0.5]
+    assert row["time_s"] == {"rejection": 1.0, "sft": 2.0, "eval sft": 3.0}
+    assert row["sft_resumed"] and stage.eval_s == 3.0
+    runner.args = bench["settings"]([*argv[1:], "--resume", "--sft-steps", "8"])
+    with pytest.raises(SystemExit, match=r"other settings: --sft-steps"):
+        runner.recorded_sft(0, results / "run" / "seed0", {"time_s": {}})
+
+    one = [*argv[:2], "1", *argv[3:]]  # seed 1: cut before its SFT record
+    monkeypatch.setattr(sys, "argv", one)
+    with pytest.raises(Stop):
+        bench["main"]()
+    monkeypatch.setattr(sys, "argv", [*one, "--resume"])
+    with pytest.raises(Stop):
+        bench["main"]()
+    assert trained == [0, 1, 1]  # no record: its SFT ran again
 
 
 def test_a_run_without_dev_checks_plots_its_stage_evals_as_the_held_out_curve(tmp_path) -> None:
