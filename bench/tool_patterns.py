@@ -8,6 +8,8 @@ what the learning log asks of a teacher bank weighted to longer episodes.
     python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final --questions 48 --samples 4
     python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final \
         --after-errors bench/results/RUN/seed0/eval/sft --samples 8
+    python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final \
+        --after-unseen bench/results/RUN/seed0/eval/sft --samples 8
 
 The first reads evals' `trajectories.jsonl`; the second samples a checkpoint at GRPO's temperature
 on training questions of the learning bench (its env options and questions, drawn with
@@ -15,7 +17,10 @@ on training questions of the learning bench (its env options and questions, draw
 call (s search, v visit, ? a call the env could not read), "none" for an episode without one.
 The third samples the checkpoint from each state of an eval where the env refused the first
 call, that turn replayed: what it does next (calls again and runs, answers, is refused again)
-says whether a GRPO group started there could hold a retry to reward.
+says whether a GRPO group started there could hold a retry to reward. The fourth does the same
+from each state where the first call was a search whose results showed no gold answer: whether a
+group started there holds a second search that finds it and a right answer after it, which GRPO
+could reward (a policy that answers there is wrong, the answer unseen).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from learn_agent import ENV, GRPO_RECIPE, load_data  # noqa: E402
 from agent.rollout.trajectory import Trajectory, read_trajectories  # noqa: E402
 from agent.train.episodes import EnvRunner, Sampler  # noqa: E402
 from agent.train.sft import gold_retrieved  # noqa: E402
-from agent.train.teachers import refused  # noqa: E402
+from agent.train.teachers import read_not_guessed, refused  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TaskSet  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
@@ -129,27 +134,73 @@ def after_error(t: Trajectory) -> str:
     return "answered" if t.answer is not None else "neither called nor answered"
 
 
-def after_errors(evals: str, policy: str, samples: int, seed: int, temperature: float) -> None:
-    broken = [
-        t
-        for t in played(evals)
-        if t.turns and t.turns[0].observation and refused(t.turns[0].observation)
-    ]
-    if not broken:
-        raise SystemExit(f"{evals}: no episode whose first call the env refused")
+def after_unseen(t: Trajectory, answers: Sequence[str]) -> str:
+    """What an episode started after a search that showed no gold answer did next, and whether
+    its own later calls put one on screen."""
+    if len(t.turns) < 2:
+        return "nothing (turns ran out)"
+    calls = pattern(c for u in t.turns[1:] for c in u.tool_calls)
+    if calls == "none":
+        return "answered" if t.answer is not None else "neither called nor answered"
+    found = "found a gold answer" if gold_retrieved(t, answers) else "no gold answer on screen"
+    return f"called {calls}: {found}"
+
+
+def refused_first(t: Trajectory) -> bool:
+    return bool(t.turns and t.turns[0].observation and refused(t.turns[0].observation))
+
+
+def unseen_first(t: Trajectory, answers: Sequence[str]) -> bool:
+    """The first turn was a search the env ran, and no gold answer was on screen after it."""
+    if not t.turns or tuple(t.turns[0].tool_calls) != ("search",) or refused_first(t):
+        return False
+    first = t.turns[0]
+    return not any(read_not_guessed(g, [(first.text, first.observation)]) for g in answers)
+
+
+def after_first(
+    evals: str, policy: str, samples: int, seed: int, temperature: float, *, unseen: bool
+) -> None:
+    """Sample `policy` from each state of an eval after its first turn (a call the env refused,
+    or with `unseen` a search that showed no gold answer), that turn replayed, and say what the
+    continuations did next and what they earned."""
+    tasks = load_data(0).tasks
+    answers = {t.id: t.answers for t in tasks}
+    if unseen:
+        chosen = [t for t in played(evals) if unseen_first(t, answers[t.task_id])]
+        what = "first searches that showed no gold answer"
+
+        def kind(t: Trajectory) -> str:
+            return after_unseen(t, answers[t.task_id])
+    else:
+        chosen = [t for t in played(evals) if refused_first(t)]
+        what = "refused first calls"
+        kind = after_error
+    if not chosen:
+        raise SystemExit(f"{evals}: no episode of {what}")
     sample, model = sampler(policy)
-    starts = {t.task_id: (t.turns[0].text,) for t in broken}
+    starts = {t.task_id: (t.turns[0].text,) for t in chosen}
     trajs = sample(model, list(starts), samples, seed + 1, temperature, starts=starts)
     n = len(trajs)
     print(
         f"{policy} at temperature {temperature}, {samples} samples from each of the "
-        f"{len(broken)} refused first calls of {evals} (greedy then: "
-        + ", ".join(f"{k} {v}" for k, v in Counter(after_error(t) for t in broken).items())
+        f"{len(chosen)} {what} of {evals} (greedy then: "
+        + ", ".join(f"{k} {v}" for k, v in Counter(map(kind, chosen)).items())
         + ")"
     )
-    for kind, count in Counter(after_error(t) for t in trajs).most_common():
-        print(f"  {kind:40s} {count:4d} {count / n:6.3f}")
+    by: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        by[kind(t)].append(t.metrics.get("em", 0.0))
+    for k, ems in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        print(f"  {k:48s} {len(ems):4d} {len(ems) / n:6.3f}  EM {sum(ems) / len(ems):.3f}")
     print(f"  EM {sum(t.metrics.get('em', 0.0) for t in trajs) / n:.3f}")
+    groups = defaultdict(list)
+    for t in trajs:
+        groups[t.task_id].append(t.metrics.get("em", 0.0))
+    mixed = sum(1 for ems in groups.values() if 0 < sum(ems) < len(ems))
+    print(
+        f"  states whose {samples} samples both solved and failed (a GRPO group's advantage): {mixed}"
+    )
 
 
 def main() -> None:
@@ -161,6 +212,12 @@ def main() -> None:
         default="",
         help="with --sample: an eval folder whose refused first calls the checkpoint goes on from",
     )
+    p.add_argument(
+        "--after-unseen",
+        default="",
+        help="with --sample: an eval folder whose first searches that showed no gold answer the "
+        "checkpoint goes on from",
+    )
     p.add_argument("--questions", type=int, default=48)
     p.add_argument("--samples", type=int, default=4, help="episodes a question")
     p.add_argument("--seed", type=int, default=0)
@@ -168,10 +225,15 @@ def main() -> None:
     a = p.parse_args()
     if bool(a.paths) == bool(a.sample):
         raise SystemExit("name eval folders or --sample a checkpoint, one of the two")
-    if a.after_errors and not a.sample:
-        raise SystemExit("--after-errors needs --sample: the checkpoint that goes on from them")
-    if a.after_errors:
-        after_errors(a.after_errors, a.sample, a.samples, a.seed, a.temperature)
+    if (a.after_errors or a.after_unseen) and not a.sample:
+        raise SystemExit(
+            "--after-errors and --after-unseen need --sample: the checkpoint that goes on"
+        )
+    if a.after_errors and a.after_unseen:
+        raise SystemExit("--after-errors or --after-unseen, one of the two")
+    if a.after_errors or a.after_unseen:
+        evals, unseen = a.after_errors or a.after_unseen, bool(a.after_unseen)
+        after_first(evals, a.sample, a.samples, a.seed, a.temperature, unseen=unseen)
     elif a.sample:
         sampled(a.sample, a.questions, a.samples, a.seed, a.temperature)
     else:

@@ -1042,3 +1042,46 @@ def test_tool_patterns_names_what_a_policy_did_after_a_refused_first_call() -> N
     assert kind(episode(broken, broken)) == "refused again, word for word"
     assert kind(episode(broken, other)) == "refused again"
     assert kind(episode(broken)) == "nothing (turns ran out)"
+
+
+def test_tool_patterns_names_what_a_policy_did_after_a_search_that_showed_no_gold_answer() -> None:
+    """bench/tool_patterns.py --after-unseen: the states are first searches the env ran whose
+    results held no gold answer (not a refused call, not one that showed it); what came next is an
+    answer, or later calls that did or did not put a gold answer on screen themselves."""
+    bench = _script("tool_patterns")
+    golds = ("Luanda",)
+
+    def turn(observation: str, calls: tuple[str, ...], forced: bool = False) -> Turn:
+        return Turn(
+            text="t",
+            ids=(1,),
+            logprobs=(0.0,),
+            observation=observation,
+            tool_calls=calls,
+            forced=forced,
+        )
+
+    def episode(*turns: Turn, answer: str | None = None) -> Trajectory:
+        return Trajectory(
+            "angola-capital", 0, "p", (9,), turns, answer, 0.0, True, False, "h", "v", {}
+        )
+
+    unseen = turn("1. [Angola] Angola is a country in Africa.", ("search",))
+    seen = turn("1. [Angola] Its capital is Luanda.", ("search",))
+    refused = turn("Error: the tool call is not valid JSON (Extra data): '{...'.", ("search",))
+    answer = turn("", ("answer",))
+    first = bench["unseen_first"]
+    assert first(episode(unseen, answer, answer="Benguela"), golds)
+    assert not first(episode(seen, answer, answer="Luanda"), golds)
+    assert not first(episode(refused, answer, answer="Angola"), golds)
+    assert not first(episode(answer, answer="Luanda"), golds)
+    kind = bench["after_unseen"]
+    replayed = dataclasses.replace(unseen, forced=True)  # a started episode's first turn
+    assert kind(episode(replayed, seen, answer, answer="Luanda"), golds) == (
+        "called s: found a gold answer"
+    )
+    assert kind(episode(replayed, unseen, turn("", ("visit",)), answer), golds) == (
+        "called s-v: no gold answer on screen"
+    )
+    assert kind(episode(replayed, answer, answer="Benguela"), golds) == "answered"
+    assert kind(episode(replayed), golds) == "nothing (turns ran out)"
