@@ -1132,9 +1132,9 @@ def arguments() -> argparse.ArgumentParser:
 def settings(argv: list[str] | None = None) -> argparse.Namespace:
     """The flags as a run uses them: what the command line leaves unset, its profile sets."""
     args = arguments().parse_args(argv)
-    # within 15 minutes on 2 cores: 13.9 on session 52's AMD EPYC, where 4 questions a set, 32 own
-    # episodes and a dev check took 19.8; 15.8 on session 64's AVX2-only EPYC, where 16 own
-    # episodes and micro-batches of 2 took 16.5 (what each stage costs: docs/learning-log.md)
+    # within 15 minutes on 2 cores: 14.0 on session 64's AVX2-only EPYC (session 65), where the
+    # guard's checks made it 15.8 and 16 own episodes with micro-batches of 2 16.5 (what each
+    # stage costs: docs/learning-log.md)
     quick = {
         "seeds": [0],
         "eval_limit": 2,  # every eval is compute-bound: its time goes with its questions

@@ -90,6 +90,9 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
         "mixed_precision",
     )
     assert {k: getattr(a, k) for k in shaping} == {k: getattr(grpo, k) for k in shaping}
+    # dynamic sampling is the method's (the README's table); only --quick's budget leaves it out
+    for device in ("cpu", "cuda"):
+        assert bench["settings"](["--device", device]).dynamic_rounds == grpo.dynamic_rounds == 2
     assert grpo.own_starts and a.own_starts is None  # on: the profile sizes it (gpu: the config's)
     assert (a.grpo_temperature, a.max_new_tokens, a.think_budget, a.max_context) == (
         grpo.temperature,
