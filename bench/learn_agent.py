@@ -617,12 +617,17 @@ class Bench:
         res |= {k: record[k] for k in ("rejection", "sft_losses", "sft")}
         res["time_s"] |= record["time_s"]
         res["sft_resumed"] = True  # its SFT ran in the process the cut ended
-        have = set(candidates(out))
+        return self.kept_stage(out, record["time_s"]["eval sft"])
+
+    def kept_stage(self, seed_dir: Path, eval_s: float) -> SFTStage:
+        """The SFT stage a seed folder holds: its candidates among this run's training questions,
+        its SFT weights and teacher episodes, and the wall time its SFT eval took."""
+        have = set(candidates(seed_dir))
         return SFTStage(
             [q for q in self.training_questions() if q in have],
-            str(out / "sft" / "final"),
-            out / "sft_data.jsonl",
-            record["time_s"]["eval sft"],
+            str(seed_dir / "sft" / "final"),
+            seed_dir / "sft_data.jsonl",
+            eval_s,
         )
 
     def reused_sft(self, seed: int, res: dict) -> SFTStage:
@@ -631,7 +636,6 @@ class Bench:
         a = self.args
         earlier = reused_run(Path(a.sft_from), vars(a), seed)
         src = Path(a.sft_from) / f"seed{seed}"
-        have = set(candidates(src))
         evals = src / "eval"
         sampled = evals / "sft-sampled" / "trajectories.jsonl"
         res["sft_from"] = str(src)
@@ -648,13 +652,9 @@ class Bench:
             list(read_trajectories(evals / "sft" / "trajectories.jsonl")),
             list(read_trajectories(sampled)) if a.pass_samples else [],
         )
-        return SFTStage(  # this run spent none of the earlier one's times: only the
-            # deadline counts that eval's (GRPO keeps as long for its own)
-            [q for q in self.training_questions() if q in have],
-            str(src / "sft" / "final"),
-            src / "sft_data.jsonl",
-            earlier["time_s"]["eval sft"],
-        )
+        # this run spent none of the earlier one's times: only the deadline counts that eval's
+        # (GRPO keeps as long for its own)
+        return self.kept_stage(src, earlier["time_s"]["eval sft"])
 
 
 #: The flags that shape an episode of a checkpoint's eval besides the questions: `--reevaluate`

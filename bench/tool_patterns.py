@@ -90,8 +90,8 @@ def from_files(paths: Sequence[str]) -> None:
         table(rows(played(path), tasks), str(path))
 
 
-def sampler(policy: str) -> tuple[Sampler, Any]:
-    """GRPO's sampler over the learning bench's tasks, in its episode budgets
+def sampler(policy: str, tasks: TaskSet) -> tuple[Sampler, Any]:
+    """GRPO's sampler over the learning bench's `tasks`, in its episode budgets
     (configs/learn/grpo.yaml), and the checkpoint `policy` to sample."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -99,7 +99,7 @@ def sampler(policy: str) -> tuple[Sampler, Any]:
     torch.set_num_threads(2)
     env = build_config(EnvConfig, {**ENV, "max_turns": GRPO_RECIPE.env.max_turns})
     runner = EnvRunner(
-        load_data(0).tasks,
+        tasks,
         env,
         max_new_tokens=GRPO_RECIPE.max_new_tokens,
         max_context_tokens=GRPO_RECIPE.max_context_tokens,
@@ -112,7 +112,7 @@ def sampler(policy: str) -> tuple[Sampler, Any]:
 
 def sampled(policy: str, questions: int, samples: int, seed: int, temperature: float) -> None:
     data = load_data(0)
-    sample, model = sampler(policy)
+    sample, model = sampler(policy, data.tasks)
     ids = random.Random(seed).sample(data.train, questions)
     trajs = sample(model, ids, samples, seed + 1, temperature)
     table(
@@ -178,7 +178,7 @@ def after_first(
         kind = after_error
     if not chosen:
         raise SystemExit(f"{evals}: no episode of {what}")
-    sample, model = sampler(policy)
+    sample, model = sampler(policy, tasks)
     starts = {t.task_id: (t.turns[0].text,) for t in chosen}
     trajs = sample(model, list(starts), samples, seed + 1, temperature, starts=starts)
     n = len(trajs)
@@ -189,14 +189,14 @@ def after_first(
         + ")"
     )
     by: dict[str, list[float]] = defaultdict(list)
+    groups: dict[str, list[float]] = defaultdict(list)
     for t in trajs:
-        by[kind(t)].append(t.metrics.get("em", 0.0))
+        em = t.metrics.get("em", 0.0)
+        by[kind(t)].append(em)
+        groups[t.task_id].append(em)
     for k, ems in sorted(by.items(), key=lambda kv: -len(kv[1])):
         print(f"  {k:48s} {len(ems):4d} {len(ems) / n:6.3f}  EM {sum(ems) / len(ems):.3f}")
-    print(f"  EM {sum(t.metrics.get('em', 0.0) for t in trajs) / n:.3f}")
-    groups = defaultdict(list)
-    for t in trajs:
-        groups[t.task_id].append(t.metrics.get("em", 0.0))
+    print(f"  EM {sum(sum(ems) for ems in by.values()) / n:.3f}")
     mixed = sum(1 for ems in groups.values() if 0 < sum(ems) < len(ems))
     print(
         f"  states whose {samples} samples both solved and failed (a GRPO group's advantage): {mixed}"

@@ -761,55 +761,69 @@ def test_an_sft_only_run_leaves_the_folder_sft_from_reads_and_no_report(
         bench["main"]()
 
 
-def test_a_resumed_run_keeps_its_finished_seeds_and_goes_on_from_grpo_checkpoints(
-    tmp_path, monkeypatch
-) -> None:
-    """--resume: a run cut in its second seed keeps the first seed's results, plays only the
-    others, and their GRPO resumes from the checkpoints `--save-every` wrote, in the folder the
-    cut run left; an error without --sft-from, or where the method's flags changed."""
-    import sys
+class _Cut(Exception):
+    """A session's end, raised from a fake GRPO."""
 
-    import torch
 
-    bench = _script("learn_agent")
+def _cut_run(bench: dict, monkeypatch, results: Path, sft: dict, train_grpo) -> None:
+    """learn_agent's `main` over a fake `Bench` whose `seed` and SFT resumption are the real
+    ones, its SFT stage given by `sft` (methods by name) and its GRPO by `train_grpo`."""
     g = bench["main"].__globals__
-    results = tmp_path / "results"
-    played: list[int] = []
-    configs: list = []
-
-    class Stop(Exception):
-        pass
+    real = bench["Bench"]
 
     class Bench:
-        seed = bench["Bench"].seed  # the real one, up to GRPO
+        seed = real.seed  # the real one, up to GRPO
+        recorded_sft = real.recorded_sft
+        kept_stage = real.kept_stage
+        training_questions = real.training_questions
 
         def __init__(self, args, data, out) -> None:
             self.args, self.out, self.device = args, out, "cpu"
             self.started = 0.0
             self.env = g["build_config"](g["EnvConfig"], g["ENV"])
-            self.data = bench["Data"](None, [], {}, {})
+            self.data = bench["Data"](None, ["q3", "q4"], {}, {})
             self.runner = type("Runner", (), {"sampler": lambda self, tok: None})()
             out.mkdir(parents=True, exist_ok=True)
 
         def references(self, untrained: bool) -> tuple[dict, None, dict]:
             return {}, None, {}
 
-        def reused_sft(self, seed: int, res: dict):
-            played.append(seed)
-            res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {}}
-            return bench["SFTStage"](["q3"], str(tmp_path / "bank" / "final"), tmp_path, 1.0)
-
-    def train_grpo(cfg, *args, **kwargs):
-        configs.append(cfg)
-        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(cfg.output_dir) / "checkpoints.marker").write_text("kept")
-        raise Stop  # the session ends in this seed's GRPO
-
+    for name, method in sft.items():
+        setattr(Bench, name, method)
     monkeypatch.setitem(g, "Bench", Bench)
     monkeypatch.setitem(g, "load_data", lambda limit: None)
     monkeypatch.setitem(g, "load_local", lambda path: (None, None))
     monkeypatch.setitem(g, "train_grpo", train_grpo)
     monkeypatch.setitem(g, "RESULTS", results)
+
+
+def test_a_resumed_run_keeps_its_finished_seeds_and_goes_on_from_grpo_checkpoints(
+    tmp_path, monkeypatch
+) -> None:
+    """--resume: a run cut in its second seed keeps the first seed's results, plays only the
+    others, and their GRPO resumes from the checkpoints `--save-every` wrote, in the folder the
+    cut run left; an error where the method's flags changed, or where there is no such run."""
+    import sys
+
+    import torch
+
+    bench = _script("learn_agent")
+    results = tmp_path / "results"
+    played: list[int] = []
+    configs: list = []
+
+    def reused_sft(self, seed: int, res: dict):
+        played.append(seed)
+        res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {}}
+        return bench["SFTStage"](["q3"], str(tmp_path / "bank" / "final"), tmp_path, 1.0)
+
+    def train_grpo(cfg, *args, **kwargs):
+        configs.append(cfg)
+        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.output_dir) / "checkpoints.marker").write_text("kept")
+        raise _Cut  # the session ends in this seed's GRPO
+
+    _cut_run(bench, monkeypatch, results, {"reused_sft": reused_sft}, train_grpo)
     threads = ["--threads", str(torch.get_num_threads())]
     argv = ["learn_agent.py", "--seeds", "0", "1", "--no-untrained", "--deadline-s", "0"]
     argv += [*threads, "--sft-from", str(tmp_path / "bank"), "--name", "run", "--save-every", "4"]
@@ -819,15 +833,15 @@ def test_a_resumed_run_keeps_its_finished_seeds_and_goes_on_from_grpo_checkpoint
     args = vars(bench["settings"](argv[1:]))
     (results / "run" / "partial.json").write_text(json.dumps({"args": args, "runs": [row]}))
     monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
-    with pytest.raises(Stop):
+    with pytest.raises(_Cut):
         bench["main"]()
     assert played == [1]  # seed 0 kept, seed 1 played
     assert configs[-1].resume and configs[-1].save_every == 4
-    with pytest.raises(Stop):  # once more: seed 1's folder (its checkpoints) is left in place
+    with pytest.raises(_Cut):  # once more: seed 1's folder (its checkpoints) is left in place
         bench["main"]()
     assert (results / "run" / "seed1" / "grpo" / "checkpoints.marker").read_text() == "kept"
     monkeypatch.setattr(sys, "argv", [a for a in argv if a != "--resume"])
-    with pytest.raises(Stop):  # without --resume a run starts afresh, every seed played
+    with pytest.raises(_Cut):  # without --resume a run starts afresh, every seed played
         bench["main"]()
     assert played == [1, 1, 0] and not configs[-1].resume
     assert not (results / "run" / "seed1").exists()
@@ -849,68 +863,43 @@ def test_a_whole_run_cut_in_grpo_resumes_from_its_own_sft(tmp_path, monkeypatch)
     import torch
 
     bench = _script("learn_agent")
-    g = bench["main"].__globals__
     results = tmp_path / "results"
     trained: list[int] = []
     configs: list = []
 
-    class Stop(Exception):
-        pass
-
-    class Bench:
-        seed = bench["Bench"].seed  # the real one, up to GRPO
-        recorded_sft = bench["Bench"].recorded_sft
-        training_questions = bench["Bench"].training_questions
-
-        def __init__(self, args, data, out) -> None:
-            self.args, self.out, self.device = args, out, "cpu"
-            self.started = 0.0
-            self.env = g["build_config"](g["EnvConfig"], g["ENV"])
-            self.data = bench["Data"](None, ["q3", "q4"], {}, {})
-            self.runner = type("Runner", (), {"sampler": lambda self, tok: None})()
-            out.mkdir(parents=True, exist_ok=True)
-
-        def references(self, untrained: bool) -> tuple[dict, None, dict]:
-            return {}, None, {}
-
-        def sft(self, seed: int, tok, out: Path, res: dict):
-            trained.append(seed)
-            for d in ("sft/final", "sft/adapter"):
-                (out / d).mkdir(parents=True)
-            write_trajectories(out / "sft_data.jsonl", [_episode("q3", "x", "a", 1.0)])
-            (out / bench["CANDIDATES"]).write_text(json.dumps(["q3"]))
-            res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {"pooled": {"em": 0.1}}}
-            res["time_s"] |= {"rejection": 1.0, "sft": 2.0, "eval sft": 3.0}
-            if seed == 0:  # seed 1 is cut in its SFT eval, before its record
-                bench["record_sft"](out, res, vars(self.args))
-            return bench["SFTStage"](
-                ["q3"], str(out / "sft" / "final"), out / "sft_data.jsonl", 3.0
-            )
+    def sft(self, seed: int, tok, out: Path, res: dict):
+        trained.append(seed)
+        for d in ("sft/final", "sft/adapter"):
+            (out / d).mkdir(parents=True)
+        write_trajectories(out / "sft_data.jsonl", [_episode("q3", "x", "a", 1.0)])
+        (out / bench["CANDIDATES"]).write_text(json.dumps(["q3"]))
+        res |= {"rejection": {"kept": 1}, "sft_losses": [0.5], "sft": {"pooled": {"em": 0.1}}}
+        res["time_s"] |= {"rejection": 1.0, "sft": 2.0, "eval sft": 3.0}
+        if seed == 0:  # seed 1 is cut in its SFT eval, before its record
+            bench["record_sft"](out, res, vars(self.args))
+        return bench["SFTStage"](["q3"], str(out / "sft" / "final"), out / "sft_data.jsonl", 3.0)
 
     def train_grpo(cfg, ids, *args, **kwargs):
         configs.append((cfg, list(ids)))
         step = Path(cfg.output_dir) / "checkpoints" / "step-4"
         step.mkdir(parents=True, exist_ok=True)
         (step / "trainer_state.json").write_text("{}")
-        raise Stop  # the session ends in this seed's GRPO
+        raise _Cut  # the session ends in this seed's GRPO
 
-    monkeypatch.setitem(g, "Bench", Bench)
-    monkeypatch.setitem(g, "load_data", lambda limit: None)
-    monkeypatch.setitem(g, "load_local", lambda path: (None, None))
-    monkeypatch.setitem(g, "train_grpo", train_grpo)
-    monkeypatch.setitem(g, "RESULTS", results)
+    _cut_run(bench, monkeypatch, results, {"sft": sft}, train_grpo)
+    Bench = bench["main"].__globals__["Bench"]
     threads = ["--threads", str(torch.get_num_threads())]
     argv = ["learn_agent.py", "--seeds", "0", "--no-untrained", "--deadline-s", "0", *threads]
     argv += ["--name", "run", "--save-every", "4", "--own-starts", "8"]
     monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(Stop):
+    with pytest.raises(_Cut):
         bench["main"]()
     assert trained == [0] and not configs[-1][0].resume
     partial = json.loads((results / "run" / "partial.json").read_text())
     assert partial["runs"] == [] and partial["args"]["seeds"] == [0]  # what --resume checks
 
     monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
-    with pytest.raises(Stop):
+    with pytest.raises(_Cut):
         bench["main"]()
     assert trained == [0]  # its SFT was not trained again
     cfg, ids = configs[-1]
@@ -932,10 +921,10 @@ def test_a_whole_run_cut_in_grpo_resumes_from_its_own_sft(tmp_path, monkeypatch)
 
     one = [*argv[:2], "1", *argv[3:]]  # seed 1: cut before its SFT record
     monkeypatch.setattr(sys, "argv", one)
-    with pytest.raises(Stop):
+    with pytest.raises(_Cut):
         bench["main"]()
     monkeypatch.setattr(sys, "argv", [*one, "--resume"])
-    with pytest.raises(Stop):
+    with pytest.raises(_Cut):
         bench["main"]()
     assert trained == [0, 1, 1]  # no record: its SFT ran again
 
