@@ -175,14 +175,12 @@ def _as_typed(question: str, words: int = SHORT_QUESTION_WORDS) -> tuple[str, ..
 def broken_search(query: str, think: str, rng: random.Random) -> str:
     """A search call for `query` broken as trained students break theirs (sessions 53-54's
     evals): a word looped until the token budget cut it (never closed), a title in unescaped
-    quotes, a stray bracket after the JSON, or an argument of visit's given to search. The env
-    answers each with an error."""
+    quotes, or a stray bracket after the JSON. The env answers each with an error (an argument
+    of visit's given to search, which those students wrote too, runs: the released agents' tools
+    ignore it)."""
     head = f'<think>\n{think}\n</think>\n<tool_call>\n{{"name": "search", "arguments": {{"query": "'
     words = query.split()
-    kind = rng.randrange(4)
-    if kind == 3:
-        goal = rng.choice((f"find {keywords(query, 4)}", "search"))
-        return format_tool_call("search", {"query": query, "goal": goal}, think=think)
+    kind = rng.randrange(3)
     if kind == 0:
         return head + " ".join([query, *[words[-1].strip("\"'.,?")] * 24])
     if kind == 1:  # its own quotes left as they are, or quotes put around the names it holds

@@ -10,9 +10,12 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from wikisim.errors import ToolCallError
+
+#: what `check_arguments` does with an argument the tool's schema lacks
+Unknown = Literal["refuse", "ignore"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -88,25 +91,36 @@ def _matches(value: Any, spec: Mapping[str, Any]) -> str | None:
     return f"must be {describe_spec(spec)}, got {type_name(value)} ({short(value, 40)})"
 
 
-def check_arguments(name: str, parameters: Mapping[str, Any], arguments: Any) -> None:
-    """Raise `ToolCallError` (what is wrong, then the usage line) unless `arguments` fit the schema."""
-    why = _argument_error(name, parameters, arguments)
+def check_arguments(
+    name: str, parameters: Mapping[str, Any], arguments: Any, *, unknown: Unknown = "refuse"
+) -> None:
+    """Raise `ToolCallError` (what is wrong, then the usage line) unless `arguments` fit the schema.
+
+    `unknown="ignore"` lets pass an argument the schema lacks, for a caller that drops it: the
+    released agents' tools read the arguments they know (`wikisim.tools.protocol`); a server's
+    caller (`ToolBox.call`) is told instead.
+    """
+    why = _argument_error(name, parameters, arguments, unknown)
     if why is not None:
         raise ToolCallError(f"{why} Usage: {usage(name, parameters)}")
 
 
-def _argument_error(name: str, parameters: Mapping[str, Any], arguments: Any) -> str | None:
+def _argument_error(
+    name: str, parameters: Mapping[str, Any], arguments: Any, unknown: Unknown
+) -> str | None:
     if not isinstance(arguments, dict):
         return f'"arguments" of {name} must be a JSON object, got {type_name(arguments)} ({short(arguments)}).'
     props = parameters.get("properties", {})
+    strangers = [str(k) for k in arguments if props and k not in props]
     for key in parameters.get("required", []):
         if key not in arguments:
-            return f'{name} is missing the required argument "{key}".'
-    for key in arguments:
-        if key not in props:
-            close = difflib.get_close_matches(str(key), list(props), n=1)
-            hint = f' Did you mean "{close[0]}"?' if close else ""
-            return f"{name} got an unexpected argument {short(key, 40)}.{hint}"
+            close = difflib.get_close_matches(key, strangers, n=1)
+            hint = f" (it got {short(close[0], 40)})" if close else ""
+            return f'{name} is missing the required argument "{key}"{hint}.'
+    if strangers and unknown == "refuse":
+        close = difflib.get_close_matches(strangers[0], list(props), n=1)
+        hint = f' Did you mean "{close[0]}"?' if close else ""
+        return f"{name} got an unexpected argument {short(strangers[0], 40)}.{hint}"
     for key in props:
         if key in arguments:
             why = _matches(arguments[key], props[key])

@@ -16,6 +16,11 @@ A turn ends where the policy writes `<tool_response>`: only the env writes tool 
 released agents stop generating there (it is one of their stop strings, and one of ours), so text
 from it on is never read, even when a stop-free sampler produced it.
 
+A call's JSON is read as the released agents' harness reads it (Tongyi DeepResearch's
+`react_agent.py`): JSON5 where plain JSON fails (single quotes, a trailing comma, unquoted keys),
+keys beside "name" and "arguments" ignored, and an argument a tool does not know dropped (each of
+its tools reads the arguments it knows), so a call that runs there runs here.
+
 Nothing here raises on bad input: every defect becomes a `CallError` whose message says what
 was wrong and what is accepted, so the env shows it to the policy as an observation and goes on.
 Text before `</think>` is the think even when the opening tag is missing (chat templates
@@ -31,6 +36,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import json5
 
 from wikisim.errors import ToolCallError
 from wikisim.tools.arguments import check_arguments, short, type_name, usage
@@ -215,9 +222,6 @@ def _call_from_object(
             f"Error: {where} names an unknown tool {short(name, 40)}.{hint} Available tools: {', '.join(tools)}.",
             name,
         )
-    extra = set(obj) - {"name", "arguments"}
-    if extra:
-        return CallError(f"Error: {where} has unexpected keys {sorted(extra)}. {shape}.", canonical)
     arguments = obj.get("arguments", {} if code is not None else None)
     if arguments is None and "arguments" not in obj:
         return CallError(
@@ -230,12 +234,14 @@ def _call_from_object(
     if code is not None and isinstance(arguments, dict) and "code" not in arguments:
         arguments = {**arguments, "code": code}
     try:
-        check_arguments(canonical, tools[canonical], arguments)
+        check_arguments(canonical, tools[canonical], arguments, unknown="ignore")
     except ToolCallError as e:
         return CallError(f"Error: {where}: {e}", canonical)
-    return ToolCall(
-        canonical, dict(cast(dict[str, Any], arguments))
-    )  # check_arguments made sure it is an object
+    known = tools[canonical].get("properties")
+    return ToolCall(  # check_arguments made sure it is an object
+        canonical,
+        {k: v for k, v in cast(dict[str, Any], arguments).items() if not known or k in known},
+    )
 
 
 def _parse_call(
@@ -247,6 +253,9 @@ def _parse_call(
         obj = json.loads(head)
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        if isinstance(e, ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
+                return _call_from_object(json5.loads(head), tools, where, code)
         return CallError(
             f"Error: {where} is not valid JSON ({why}): {short(head)}.{_quote_hint(head)} "
             'A tool call is a JSON object {"name": <tool>, "arguments": {...}}.'
