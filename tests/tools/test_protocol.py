@@ -129,7 +129,9 @@ def test_a_call_the_released_harness_runs_runs_here(body: str) -> None:
     they know: each of these runs there, so it runs here, its unknown arguments dropped."""
     parsed = parse_turn(f"<tool_call>\n{body}\n</tool_call>", TOOLS)
     assert parsed.calls == (ToolCall("search", {"query": "Enter Sandman"}),), parsed.items
-    # a server's caller is told of the argument its tool does not take
+
+
+def test_a_servers_caller_is_told_of_an_argument_its_tool_does_not_take() -> None:
     with pytest.raises(ToolCallError, match="unexpected argument 'goal'"):
         check_arguments("search", TOOLS["search"], {"query": "q", "goal": "g"})
 

@@ -91,6 +91,13 @@ def _matches(value: Any, spec: Mapping[str, Any]) -> str | None:
     return f"must be {describe_spec(spec)}, got {type_name(value)} ({short(value, 40)})"
 
 
+def known_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments the schema names (all of them where it names none): what a tool that reads
+    only its own arguments, as the released agents' tools do, is given."""
+    props = parameters.get("properties")
+    return {k: v for k, v in arguments.items() if not props or k in props}
+
+
 def check_arguments(
     name: str, parameters: Mapping[str, Any], arguments: Any, *, unknown: Unknown = "refuse"
 ) -> None:
@@ -111,7 +118,8 @@ def _argument_error(
     if not isinstance(arguments, dict):
         return f'"arguments" of {name} must be a JSON object, got {type_name(arguments)} ({short(arguments)}).'
     props = parameters.get("properties", {})
-    strangers = [str(k) for k in arguments if props and k not in props]
+    known = known_arguments(parameters, arguments)
+    strangers = [str(k) for k in arguments if k not in known]
     for key in parameters.get("required", []):
         if key not in arguments:
             close = difflib.get_close_matches(key, strangers, n=1)

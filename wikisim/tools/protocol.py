@@ -40,7 +40,9 @@ from typing import Any, cast
 import json5
 
 from wikisim.errors import ToolCallError
-from wikisim.tools.arguments import check_arguments, short, type_name, usage
+from wikisim.tools.arguments import check_arguments, known_arguments, short, type_name, usage
+
+_UNREAD = object()  # what a call body neither JSON nor JSON5 reads parses to
 
 
 @dataclass(frozen=True)
@@ -237,11 +239,8 @@ def _call_from_object(
         check_arguments(canonical, tools[canonical], arguments, unknown="ignore")
     except ToolCallError as e:
         return CallError(f"Error: {where}: {e}", canonical)
-    known = tools[canonical].get("properties")
-    return ToolCall(  # check_arguments made sure it is an object
-        canonical,
-        {k: v for k, v in cast(dict[str, Any], arguments).items() if not known or k in known},
-    )
+    # check_arguments made sure it is an object
+    return ToolCall(canonical, known_arguments(tools[canonical], cast(dict[str, Any], arguments)))
 
 
 def _parse_call(
@@ -252,14 +251,15 @@ def _parse_call(
     try:
         obj = json.loads(head)
     except (ValueError, RecursionError) as e:
-        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-        if isinstance(e, ValueError):
+        obj, why = _UNREAD, "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        if isinstance(e, ValueError):  # the released harness reads JSON5
             with contextlib.suppress(ValueError, RecursionError):
-                return _call_from_object(json5.loads(head), tools, where, code)
-        return CallError(
-            f"Error: {where} is not valid JSON ({why}): {short(head)}.{_quote_hint(head)} "
-            'A tool call is a JSON object {"name": <tool>, "arguments": {...}}.'
-        )
+                obj = json5.loads(head)
+        if obj is _UNREAD:
+            return CallError(
+                f"Error: {where} is not valid JSON ({why}): {short(head)}.{_quote_hint(head)} "
+                'A tool call is a JSON object {"name": <tool>, "arguments": {...}}.'
+            )
     return _call_from_object(obj, tools, where, code)
 
 
