@@ -270,6 +270,7 @@ class Bench:
                     batch_size=self.args.eval_batch,
                     think_budget=self.args.think_budget,
                     decode_dtype=self.args.decode_dtype,
+                    presence_penalty=self.args.presence_penalty,
                 ),
             )
         greedy = self._run(policy, name, policy_dir, where)
@@ -666,6 +667,7 @@ EVAL_FLAGS = (
     "decode_dtype",
     "max_context",
     "pass_samples",
+    "presence_penalty",
 )
 
 #: The flags that decide a seed's teacher episodes, SFT weights and SFT eval: `--sft-from` reuses
@@ -1047,6 +1049,14 @@ def arguments() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-context", type=int, default=GRPO_RECIPE.max_context_tokens)
     p.add_argument(
+        "--presence-penalty",
+        type=float,
+        default=0.0,
+        help="every model's evaluation subtracts this from the logit of each id its turn has "
+        "generated (SamplingConfig.presence_penalty; Tongyi DeepResearch's harness: 1.1); GRPO's "
+        "rollouts keep 0",
+    )
+    p.add_argument(
         "--decode-dtype",
         choices=DECODE_DTYPES,
         default=GRPO_RECIPE.decode_dtype,
@@ -1319,7 +1329,9 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
         raise SystemExit(
             f"--name {name} would overwrite the checkpoints it evaluates: pick another"
         )
-    settings = {
+    settings = {  # a flag the runs did not record reads as its default, as in `differing`
+        **vars(arguments().parse_args([])),
+        **BEFORE_THE_FLAG,
         **sources[0]["args"],
         **{k: getattr(args, k) for k in ("eval_limit", "eval_batch", "device", "threads")},
         "seeds": seeds,

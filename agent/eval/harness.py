@@ -46,8 +46,9 @@ class EvalConfig:
         env: the env's settings (task file, index, turn limit, retriever, reward, ...).
         seeds: episodes per task, with seeds first_seed..first_seed+seeds-1.
         envs: episodes live at once (the policy's batch across episodes).
-        temperature, top_p, batch_size, think_budget, decode_dtype: sampling for local model
-            policies (`SamplingConfig`).
+        temperature, top_p, batch_size, think_budget, decode_dtype, presence_penalty: sampling
+            for local model policies (`SamplingConfig`); temperature, top_p and presence_penalty
+            are sent to a server.
         max_new_tokens, max_context_tokens: agent-side budgets per turn and per episode.
         tokenizer: a model folder whose tokenizer gives text-only policies token ids.
         limit: evaluate only the first `limit` tasks (0: all).
@@ -63,6 +64,7 @@ class EvalConfig:
     batch_size: int = 8
     think_budget: int = 0
     decode_dtype: DecodeDtype = "float32"
+    presence_penalty: float = 0.0
     max_new_tokens: int = Budget.max_new_tokens
     max_context_tokens: int = Budget.max_context_tokens
     tokenizer: str | None = None
@@ -119,6 +121,7 @@ def evaluate(
         batch_size=config.batch_size,
         think_budget=config.think_budget,
         decode_dtype=config.decode_dtype,
+        presence_penalty=config.presence_penalty,
         tokenizer_path=config.tokenizer,
         tasks=tasks,
     )

@@ -81,6 +81,7 @@ class _Job:
     seed: int
     temperature: float
     top_p: float
+    presence_penalty: float
     done: Future
 
 
@@ -114,7 +115,7 @@ class ModelServer:
             maxlen=log_size
         )  # the most recent completions, oldest first
         self._lock = threading.Lock()  # held while generating and while swapping weights
-        self._policies: dict[tuple[float, float], TransformersPolicy] = {}
+        self._policies: dict[tuple[float, float, float], TransformersPolicy] = {}
         self._jobs: queue.Queue[_Job] = queue.Queue()
         threading.Thread(target=self._work, name="model-server-batcher", daemon=True).start()
         self.app = Starlette(
@@ -141,9 +142,9 @@ class ModelServer:
                 except queue.Empty:
                     break
             with self._lock:
-                groups: dict[tuple[float, float], list[_Job]] = {}
+                groups: dict[tuple[float, float, float], list[_Job]] = {}
                 for j in jobs:
-                    groups.setdefault((j.temperature, j.top_p), []).append(j)
+                    groups.setdefault((j.temperature, j.top_p, j.presence_penalty), []).append(j)
                 for key, group in groups.items():
                     try:
                         rows = self._policy(key).generate(
@@ -159,9 +160,14 @@ class ModelServer:
                         self.log.append(Served(tuple(j.ids), tuple(ids), self.weight_version))
                         j.done.set_result((ids, lps))
 
-    def _policy(self, key: tuple[float, float]) -> TransformersPolicy:
+    def _policy(self, key: tuple[float, float, float]) -> TransformersPolicy:
         if key not in self._policies:
-            sampling = SamplingConfig(temperature=key[0], top_p=key[1], batch_size=self.batch_size)
+            sampling = SamplingConfig(
+                temperature=key[0],
+                top_p=key[1],
+                presence_penalty=key[2],
+                batch_size=self.batch_size,
+            )
             self._policies[key] = TransformersPolicy(
                 self.tokenizer, self.model, name=self.name, sampling=sampling
             )
@@ -182,12 +188,16 @@ class ModelServer:
         if max_new < 1 or not ids:
             raise _BadRequest(f"need max_tokens >= 1 (got {max_new}) and a non-empty prompt")
         seed = body.get("seed")
+        penalty = float(body.get("presence_penalty") or 0.0)
+        if not -2 <= penalty <= 2:
+            raise _BadRequest(f"presence_penalty={penalty} must be in [-2, 2]")
         job = _Job(
             ids,
             max_new,
             int(seed) if seed is not None else random.getrandbits(31),
             float(body.get("temperature", 1.0)),
             float(body.get("top_p", 1.0)),
+            penalty,
             Future(),
         )
         self._jobs.put(job)

@@ -66,6 +66,25 @@ def test_server_gives_the_in_process_tokens(served, temperature):
     }
 
 
+def test_the_server_samples_under_the_presence_penalty_a_client_sends(served):
+    """Tongyi DeepResearch's harness sends presence_penalty=1.1: the server decodes under it, as
+    the same weights do in-process, and refuses one outside OpenAI's range."""
+    tok, model = tiny_model(0)
+    local = TransformersPolicy(tok, model, sampling=SamplingConfig(presence_penalty=1.1))
+    remote = OpenAIPolicy(
+        OpenAIConfig(base_url=served.url, model="policy", presence_penalty=1.1, token_in=True),
+        chat=local.chat,
+    )
+    requests = _requests(local.chat, 4)
+    want, got = local.act(requests), remote.act(requests)
+    remote.close()
+    plain = TransformersPolicy(tok, model).act(requests)
+    assert [g.ids for g in got] == [w.ids for w in want] != [p.ids for p in plain]
+    body = {"model": "policy", "prompt": [1, 2, 3], "max_tokens": 4, "presence_penalty": 3}
+    r = httpx.post(f"{served.url}/completions", json=body)
+    assert r.status_code == 400 and "presence_penalty=3.0 must be in [-2, 2]" in r.text
+
+
 def test_chat_endpoint_returns_vllm_token_ids_and_logprobs(served):
     body = {
         "model": "policy",

@@ -130,6 +130,38 @@ def test_greedy_logprobs_match_a_full_forward_pass_under_padding(
 
 
 @pytest.mark.parametrize("fixed", [False, True])
+def test_a_presence_penalty_lowers_each_id_the_turn_has_generated_as_openai_defines_it(
+    tiny, fixed: bool
+) -> None:
+    """Greedy under a presence penalty picks the argmax of the logits less the penalty at every
+    id already generated in the turn, and reports the log-prob of those penalized logits."""
+    tok, model = tiny
+    penalty = 1.5
+    plain = TransformersPolicy(tok, model, sampling=SamplingConfig(batch_size=3))
+    policy = TransformersPolicy(
+        tok,
+        model,
+        sampling=SamplingConfig(batch_size=3, fixed_shapes=fixed, presence_penalty=penalty),
+    )
+    reqs = _requests(policy, ["short?", "a considerably longer question?", "mid?"], max_new=24)
+    gens, before = policy.act(reqs), plain.act(reqs)
+    assert any(len(set(g.ids)) < len(g.ids) for g in before)  # the tiny model repeats itself
+    assert [g.ids for g in gens] != [g.ids for g in before]
+    for req, gen in zip(reqs, gens, strict=True):
+        seq = torch.tensor([list(req.ids) + list(gen.ids)])
+        with torch.inference_mode():
+            logits = model(input_ids=seq).logits[0].float()
+        n = len(req.ids)
+        for j, tid in enumerate(gen.ids):
+            scores = logits[n - 1 + j].clone()
+            scores[sorted(set(gen.ids[:j]))] -= penalty
+            assert int(scores.argmax()) == tid
+            assert gen.logprobs[j] == pytest.approx(
+                float(torch.log_softmax(scores, -1)[tid]), abs=1e-4
+            )
+
+
+@pytest.mark.parametrize("fixed", [False, True])
 def test_next_turns_reuse_the_cache_of_the_turn_before_and_stay_exact(tiny, fixed: bool) -> None:
     tok, model = tiny
     policy = TransformersPolicy(
@@ -272,6 +304,8 @@ def test_rows_stop_at_stop_strings_end_of_turn_or_budget(tiny) -> None:
 def test_sampling_config_validates() -> None:
     with pytest.raises(ConfigError, match="top_p=0"):
         SamplingConfig(top_p=0)
+    with pytest.raises(ConfigError, match=r"presence_penalty=2.5 must be in \[-2, 2\]"):
+        SamplingConfig(presence_penalty=2.5)
     with pytest.raises(
         ConfigError, match="decode_dtype='float16' must be one of float32, bfloat16"
     ):

@@ -26,6 +26,7 @@ def make_policy(
     batch_size: int = 8,
     think_budget: int = 0,
     decode_dtype: DecodeDtype = "float32",
+    presence_penalty: float = 0.0,
     tokenizer_path: str | None = None,
     tasks: TaskSet | None = None,
 ) -> Policy:
@@ -34,6 +35,7 @@ def make_policy(
     Args:
         tasks: the task set the oracle answers (the only policy given gold answers).
         think_budget, decode_dtype: a local model's `SamplingConfig` (others write whole turns).
+        presence_penalty: a local model's `SamplingConfig`, or sent to an OpenAI-compatible server.
         tokenizer_path: for text-only policies (scripted, openai), a local model folder whose
             tokenizer gives the trajectories token ids (e.g. for SFT); none: text only.
     """
@@ -62,6 +64,7 @@ def make_policy(
             api_key=os.environ.get("OPENAI_API_KEY"),
             temperature=temperature,
             top_p=top_p,
+            presence_penalty=presence_penalty,
             concurrency=batch_size,
         )
         return OpenAIPolicy(config, chat=chat)
@@ -73,6 +76,7 @@ def make_policy(
         batch_size=batch_size,
         think_budget=think_budget,
         decode_dtype=decode_dtype,
+        presence_penalty=presence_penalty,
     )
     if spec == "smollm2":
         return TransformersPolicy.smollm2(sampling=sampling)

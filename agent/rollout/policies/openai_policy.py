@@ -38,6 +38,7 @@ class OpenAIConfig:
     model: the model name the server expects.
     api_key: sent as a bearer token when set.
     temperature, top_p: sampling; the per-turn seed is always sent.
+    presence_penalty: sent where not 0 (Tongyi DeepResearch's harness sends 1.1).
     timeout_s: per request (connect + read).
     max_attempts: attempts per request, the first included.
     backoff_s: first wait between attempts; doubles up to `max_backoff_s`.
@@ -52,6 +53,7 @@ class OpenAIConfig:
     api_key: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
+    presence_penalty: float = 0.0
     timeout_s: float = 60.0
     max_attempts: int = 6
     backoff_s: float = 1.0
@@ -132,6 +134,8 @@ class OpenAIPolicy:
             "stop": list(STOP_STRINGS),
             "seed": request.seed,
         }
+        if cfg.presence_penalty:
+            body["presence_penalty"] = cfg.presence_penalty
         if cfg.token_in:
             body.update(prompt=list(request.ids), return_token_ids=True, logprobs=1)
         else:

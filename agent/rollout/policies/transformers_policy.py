@@ -62,6 +62,11 @@ class SamplingConfig:
     decode_dtype: the dtype the weights decode in (`DecodeDtype`). Weights in another dtype are
         decoded from a copy in this one (a LoRA model's merged), so a trainer's own stay as
         they are.
+    presence_penalty: subtracted from the logit of every id the turn has already generated,
+        as OpenAI's and vLLM's `presence_penalty` (Tongyi DeepResearch's harness samples with
+        1.1); it ends a greedy loop that repeats one word to the turn's budget. The log-probs
+        reported are those of the penalized logits, which the ids were drawn from. A trainer's
+        sampler keeps 0: its update scores the ids under the model alone.
     """
 
     temperature: float = 0.0
@@ -70,6 +75,7 @@ class SamplingConfig:
     fixed_shapes: bool | None = None
     think_budget: int = 0
     decode_dtype: DecodeDtype = "float32"
+    presence_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -80,6 +86,10 @@ class SamplingConfig:
             raise ConfigError(f"batch_size={self.batch_size} must be >= 1")
         if self.think_budget < 0:
             raise ConfigError(f"think_budget={self.think_budget} must be >= 0 (0: no limit)")
+        if not -2 <= self.presence_penalty <= 2:
+            raise ConfigError(
+                f"presence_penalty={self.presence_penalty} must be in [-2, 2], as OpenAI's"
+            )
         if self.decode_dtype not in DECODE_DTYPES:
             raise ConfigError(
                 f"decode_dtype={self.decode_dtype!r} must be one of {', '.join(DECODE_DTYPES)}"
@@ -277,9 +287,10 @@ class TransformersPolicy:
                     use_cache=True,
                 )
                 logits = result.logits[:, -1, :].float()
-            nxt, lps = self._sample(logits, [gens[i] for i in live])
+            scores = self._penalized(logits, out, live)
+            nxt, lps = self._sample(scores, [gens[i] for i in live])
             if out.owed:
-                self._give(out, live, nxt, lps, logits)
+                self._give(out, live, nxt, lps, scores)
             stay = []
             for b, (i, tok, lp) in enumerate(zip(live, nxt.tolist(), lps.tolist(), strict=True)):
                 if self._add(out, i, tok, lp, max_new[i]):
@@ -309,9 +320,10 @@ class TransformersPolicy:
         live = [i for i in range(n) if max_new[i] > 0]
         while live:
             idx = torch.tensor(live, dtype=torch.long, device=dev)
-            tok, lps = self._sample(logits[idx], [gens[i] for i in live])
+            scores = self._penalized(logits[idx], out, live)
+            tok, lps = self._sample(scores, [gens[i] for i in live])
             if out.owed:
-                self._give(out, live, tok, lps, logits[idx])
+                self._give(out, live, tok, lps, scores)
             nxt[idx] = tok
             still = []
             for i, t, lp in zip(live, tok.tolist(), lps.tolist(), strict=True):
@@ -387,6 +399,16 @@ class TransformersPolicy:
         """Length of the system turn (up to its end-of-turn id); 0 when too short to be worth caching."""
         end = next((j for j, t in enumerate(context) if t in self.stop_ids), -1) + 1
         return end if _MIN_PREFIX <= end < len(context) else 0
+
+    def _penalized(self, logits: torch.Tensor, out: _Rows, rows: list[int]) -> torch.Tensor:
+        """`logits` (a row per `rows`) less the presence penalty at the ids each row has generated."""
+        penalty = self.sampling.presence_penalty
+        if not penalty or not any(out.ids[i] for i in rows):
+            return logits
+        seen = torch.zeros(logits.shape, dtype=torch.bool)
+        for b, i in enumerate(rows):
+            seen[b, out.ids[i]] = True
+        return logits - penalty * seen.to(logits.device)
 
     def _sample(
         self, logits: torch.Tensor, gens: Sequence[torch.Generator]
