@@ -1329,9 +1329,9 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
         raise SystemExit(
             f"--name {name} would overwrite the checkpoints it evaluates: pick another"
         )
-    settings = {  # a flag the runs did not record reads as its default, as in `differing`
-        **vars(arguments().parse_args([])),
-        **BEFORE_THE_FLAG,
+    defaults = vars(arguments().parse_args([]))
+    settings = {  # an eval flag the runs did not record reads as its default, as in `differing`
+        **{k: defaults[k] for k in EVAL_FLAGS},
         **sources[0]["args"],
         **{k: getattr(args, k) for k in ("eval_limit", "eval_batch", "device", "threads")},
         "seeds": seeds,
