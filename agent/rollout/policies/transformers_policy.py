@@ -405,10 +405,10 @@ class TransformersPolicy:
         penalty = self.sampling.presence_penalty
         if not penalty or not any(out.ids[i] for i in rows):
             return logits
-        seen = torch.zeros(logits.shape, dtype=torch.bool)
+        seen = torch.zeros_like(logits, dtype=torch.bool)  # on the logits' device: no copy a step
         for b, i in enumerate(rows):
             seen[b, out.ids[i]] = True
-        return logits - penalty * seen.to(logits.device)
+        return logits - penalty * seen
 
     def _sample(
         self, logits: torch.Tensor, gens: Sequence[torch.Generator]
