@@ -79,9 +79,7 @@ class _Job:
     ids: list[int]
     max_new: int
     seed: int
-    temperature: float
-    top_p: float
-    presence_penalty: float
+    sampling: SamplingConfig
     done: Future
 
 
@@ -115,7 +113,7 @@ class ModelServer:
             maxlen=log_size
         )  # the most recent completions, oldest first
         self._lock = threading.Lock()  # held while generating and while swapping weights
-        self._policies: dict[tuple[float, float, float], TransformersPolicy] = {}
+        self._policies: dict[SamplingConfig, TransformersPolicy] = {}
         self._jobs: queue.Queue[_Job] = queue.Queue()
         threading.Thread(target=self._work, name="model-server-batcher", daemon=True).start()
         self.app = Starlette(
@@ -142,12 +140,12 @@ class ModelServer:
                 except queue.Empty:
                     break
             with self._lock:
-                groups: dict[tuple[float, float, float], list[_Job]] = {}
+                groups: dict[SamplingConfig, list[_Job]] = {}
                 for j in jobs:
-                    groups.setdefault((j.temperature, j.top_p, j.presence_penalty), []).append(j)
-                for key, group in groups.items():
+                    groups.setdefault(j.sampling, []).append(j)
+                for sampling, group in groups.items():
                     try:
-                        rows = self._policy(key).generate(
+                        rows = self._policy(sampling).generate(
                             [j.ids for j in group],
                             [j.max_new for j in group],
                             [j.seed for j in group],
@@ -160,18 +158,12 @@ class ModelServer:
                         self.log.append(Served(tuple(j.ids), tuple(ids), self.weight_version))
                         j.done.set_result((ids, lps))
 
-    def _policy(self, key: tuple[float, float, float]) -> TransformersPolicy:
-        if key not in self._policies:
-            sampling = SamplingConfig(
-                temperature=key[0],
-                top_p=key[1],
-                presence_penalty=key[2],
-                batch_size=self.batch_size,
-            )
-            self._policies[key] = TransformersPolicy(
+    def _policy(self, sampling: SamplingConfig) -> TransformersPolicy:
+        if sampling not in self._policies:
+            self._policies[sampling] = TransformersPolicy(
                 self.tokenizer, self.model, name=self.name, sampling=sampling
             )
-        return self._policies[key]
+        return self._policies[sampling]
 
     async def _generate(
         self, ids: list[int], body: dict[str, Any]
@@ -188,16 +180,20 @@ class ModelServer:
         if max_new < 1 or not ids:
             raise _BadRequest(f"need max_tokens >= 1 (got {max_new}) and a non-empty prompt")
         seed = body.get("seed")
-        penalty = float(body.get("presence_penalty") or 0.0)
-        if not -2 <= penalty <= 2:
-            raise _BadRequest(f"presence_penalty={penalty} must be in [-2, 2]")
+        try:  # the policy's own checks of each field, answered as the request's fault
+            sampling = SamplingConfig(
+                temperature=float(body.get("temperature", 1.0)),
+                top_p=float(body.get("top_p", 1.0)),
+                presence_penalty=float(body.get("presence_penalty") or 0.0),
+                batch_size=self.batch_size,
+            )
+        except ConfigError as e:
+            raise _BadRequest(str(e)) from e
         job = _Job(
             ids,
             max_new,
             int(seed) if seed is not None else random.getrandbits(31),
-            float(body.get("temperature", 1.0)),
-            float(body.get("top_p", 1.0)),
-            penalty,
+            sampling,
             Future(),
         )
         self._jobs.put(job)

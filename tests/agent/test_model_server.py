@@ -68,7 +68,8 @@ def test_server_gives_the_in_process_tokens(served, temperature):
 
 def test_the_server_samples_under_the_presence_penalty_a_client_sends(served):
     """Tongyi DeepResearch's harness sends presence_penalty=1.1: the server decodes under it, as
-    the same weights do in-process, and refuses one outside OpenAI's range."""
+    the same weights do in-process; a sampling field the policy would refuse is the request's
+    fault (400), not the server's."""
     tok, model = tiny_model(0)
     local = TransformersPolicy(tok, model, sampling=SamplingConfig(presence_penalty=1.1))
     remote = OpenAIPolicy(
@@ -80,9 +81,14 @@ def test_the_server_samples_under_the_presence_penalty_a_client_sends(served):
     remote.close()
     plain = TransformersPolicy(tok, model).act(requests)
     assert [g.ids for g in got] == [w.ids for w in want] != [p.ids for p in plain]
-    body = {"model": "policy", "prompt": [1, 2, 3], "max_tokens": 4, "presence_penalty": 3}
-    r = httpx.post(f"{served.url}/completions", json=body)
-    assert r.status_code == 400 and "presence_penalty=3.0 must be in [-2, 2]" in r.text
+    body = {"model": "policy", "prompt": [1, 2, 3], "max_tokens": 4}
+    for field, value, why in [
+        ("presence_penalty", 3, "presence_penalty=3.0 must be in [-2, 2]"),
+        ("temperature", -1, "temperature=-1.0 must be >= 0"),
+        ("top_p", 0, "top_p=0.0 must be in (0, 1]"),
+    ]:
+        r = httpx.post(f"{served.url}/completions", json={**body, field: value})
+        assert r.status_code == 400 and why in r.json()["error"]["message"], (field, r.text)
 
 
 def test_chat_endpoint_returns_vllm_token_ids_and_logprobs(served):
