@@ -39,14 +39,17 @@ import os
 import random
 import shutil
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OPENAI_API_KEY", "unused")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from learn_report import exceeds  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from agent.commands.train import SHORT_SYSTEM_PROMPT  # noqa: E402
@@ -197,7 +200,7 @@ def summarize(runs: list[dict], k: int) -> dict:
                 "min": min(gains),
                 "per_seed": gains,
                 "spread_across_seeds": spread,
-                "gain_exceeds_spread": statistics.mean(gains) > spread,
+                "gain_exceeds_spread": exceeds(statistics.mean(gains), spread),
             }
     return out
 

@@ -110,6 +110,13 @@ GROUPS = {
 SPREAD_SEEDS = 3
 
 
+def exceeds(gain: float, spread: float) -> bool:
+    """Whether a mean gain is larger than its spread, a tie read as a tie: both are sums of
+    fractions of questions, and their floats can differ in the last bits where the fractions are
+    equal (gains of 4, 2 and 6 questions of 96: mean and spread both 4/96, the mean a bit above)."""
+    return gain > spread and not math.isclose(gain, spread, rel_tol=1e-9, abs_tol=1e-12)
+
+
 def summarize(runs: list[dict], baseline: dict) -> dict:
     """Per held-out set, per group of sets (`GROUPS`) and pooled: each stage's means over the
     seeds, the gains with their spread, and the issue's targets judged on them."""
@@ -179,7 +186,7 @@ def summarize(runs: list[dict], baseline: dict) -> dict:
                 "grpo_beats_sft": row["grpo"]["em"] > row["sft"]["em"],
                 **{
                     f"{stage}_gain_exceeds_spread": (
-                        gain["mean"] > gain["spread"] if len(runs) >= SPREAD_SEEDS else None
+                        exceeds(gain["mean"], gain["spread"]) if len(runs) >= SPREAD_SEEDS else None
                     )
                     for stage, gain in (
                         ("sft", row["gain untrained->sft"]),

@@ -304,6 +304,21 @@ def test_the_targets_are_judged_on_the_human_written_and_synthesized_groups() ->
     # +3/30, +1/30, +3/30: mean 7/90 above the spread 2/30
     assert third["human-written"]["grpo_gain_exceeds_spread"] is True
     assert third["synthesized"]["grpo_gain_exceeds_spread"] is False  # 0, +2/24, 0
+    # +1, +2 and +3 questions of 30: mean and spread both 2/30, whose floats differ in the last bits
+    tie = [
+        {
+            "untrained": stage({}),
+            "sft": stage({"hotpotqa-held": a / 12}),
+            "grpo": stage({"hotpotqa-held": b / 12}),
+        }
+        for a, b in ((2, 3), (4, 6), (3, 6))
+    ]
+    gain = report["summarize"](tie, baseline)["per_set"]["human-written"]["gain sft->grpo"]
+    assert gain["mean"] == pytest.approx(gain["spread"]) == pytest.approx(2 / 30)
+    assert (
+        report["summarize"](tie, baseline)["targets"]["human-written"]["grpo_gain_exceeds_spread"]
+        is False
+    )
     assert targets["grpo_searches_at_least_once_an_episode"] is True
     assert summary["per_set"]["pooled"]["grpo"]["em"] == pytest.approx(
         ((6 + 1) / 54 + (4 + 2) / 54) / 2
