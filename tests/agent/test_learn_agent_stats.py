@@ -692,7 +692,7 @@ def test_the_cpu_profile_is_the_method_and_sizes_of_the_readmes_table() -> None:
     parts, shipped), every held-out question and no deadline, not a budget that cuts GRPO."""
     bench = _script("learn_agent")
     args = vars(bench["settings"](["--device", "cpu"]))
-    names = ["s62_dyn_seed0", "s61_dyn_seed1", "s61_dyn_seed2"]
+    names = ["s66_json5_seed0", "s67_json5_seed1", "s67_json5_seed2"]
     files = [REPO_ROOT / "bench" / "results" / f"learn_agent_cpu_{n}.json" for n in names]
     for f in files:
         part = json.loads(f.read_text())
