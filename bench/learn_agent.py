@@ -1051,10 +1051,10 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--presence-penalty",
         type=float,
-        default=0.0,
+        default=None,
         help="every model's evaluation subtracts this from the logit of each id its turn has "
         "generated (SamplingConfig.presence_penalty; Tongyi DeepResearch's harness: 1.1); GRPO's "
-        "rollouts keep 0",
+        "rollouts keep 0. Unset: 0, and with --reevaluate the runs' own",
     )
     p.add_argument(
         "--decode-dtype",
@@ -1133,8 +1133,8 @@ def arguments() -> argparse.ArgumentParser:
         nargs="+",
         help="evaluate finished runs' checkpoints again (search-answer, untrained, each seed's "
         "SFT and GRPO) on --eval-limit questions a held-out set (0: every one), with the runs' "
-        "own settings, and report them as one run (runs made in parts: each seed once, the "
-        "same eval settings)",
+        "own settings but a --presence-penalty given, and report them as one run (runs made in "
+        "parts: each seed once, the same eval settings)",
     )
     return p
 
@@ -1230,6 +1230,8 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
             setattr(args, k, v)
     if args.teacher_seed == OWN_BANK:
         args.teacher_seed = None
+    if args.presence_penalty is None and not args.reevaluate:
+        args.presence_penalty = 0.0
     return args
 
 
@@ -1312,7 +1314,9 @@ def checkpoint(path: str, run_json: str) -> str:
 def reevaluate(args: argparse.Namespace, name: str) -> None:
     """Finished runs' checkpoints on more held-out questions: training left out every held-out
     set's answers, asked or not (`load_data`), so any share of them may be asked. The runs' own
-    settings (context, turns, decoding) are kept; only the questions change. Several runs (seeds
+    settings (context, turns, decoding) are kept; only the questions change, and the presence
+    penalty where one is asked (a decoding the checkpoints were not trained under: Tongyi
+    DeepResearch's harness samples with 1.1). Several runs (seeds
     run in parts, as `--combine` merges them) are one report: each seed once, and an error
     unless they share the method (`merged_runs`; the eval's size may differ, it is redone)."""
     files = list(args.reevaluate)
@@ -1329,11 +1333,14 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
         raise SystemExit(
             f"--name {name} would overwrite the checkpoints it evaluates: pick another"
         )
-    defaults = vars(arguments().parse_args([]))
+    defaults = {**vars(arguments().parse_args([])), **BEFORE_THE_FLAG}
+    asked = ("eval_limit", "eval_batch", "device", "threads")
+    if args.presence_penalty is not None:  # a decoding the checkpoints never trained under
+        asked = (*asked, "presence_penalty")
     settings = {  # an eval flag the runs did not record reads as its default, as in `differing`
         **{k: defaults[k] for k in EVAL_FLAGS},
         **sources[0]["args"],
-        **{k: getattr(args, k) for k in ("eval_limit", "eval_batch", "device", "threads")},
+        **{k: getattr(args, k) for k in asked},
         "seeds": seeds,
         "reevaluate": files,
         "name": name,
@@ -1381,8 +1388,9 @@ PART_FLAGS = (
 
 #: Flags whose default is no longer the behaviour before them: the unsearched penalty and the
 #: guard's retries joined the method in session 53, and a part that ran before they were flags
-#: ran without them.
-BEFORE_THE_FLAG = {"unsearched_penalty": 0.0, "health_retries": 0}
+#: ran without them; a run before `--presence-penalty` (whose unset value is "the runs' own"
+#: under `--reevaluate`) evaluated without one.
+BEFORE_THE_FLAG = {"unsearched_penalty": 0.0, "health_retries": 0, "presence_penalty": 0.0}
 
 
 def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:

@@ -420,18 +420,21 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
 ) -> None:
     """--reevaluate: each seed's SFT and GRPO eval comes from that seed's checkpoints (found under
     this checkout's results when the run was made elsewhere), the untrained model once, with the
-    run's settings but the asked number of questions; it never overwrites what it evaluates."""
+    run's settings but the asked number of questions (and a presence penalty, where one is
+    asked); it never overwrites what it evaluates."""
     bench = _script("learn_agent")
     g = bench["reevaluate"].__globals__
     results = tmp_path / "results"
     calls: list[tuple[str, str | None, int | None]] = []
     limits: list[int] = []
+    penalties: list[float] = []
 
     class Bench:
         references = bench["Bench"].references  # the real one, over this fake evaluate
 
         def __init__(self, args, data, out) -> None:
             self.args = args
+            penalties.append(args.presence_penalty)
 
         def evaluate(self, name, policy_dir, seed=None) -> dict:
             calls.append((name, policy_dir, seed))
@@ -465,9 +468,10 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
         settings = {"max_turns": 3, "eval_limit": 12, "seeds": [part[0]["seed"]]}
         path.write_text(json.dumps({"args": settings, "runs": part}))
     files = [str(p) for p in parts]
-    args = bench["arguments"]().parse_args(["--reevaluate", *files, "--eval-limit", "24"])
+    args = bench["settings"](["--reevaluate", *files, "--eval-limit", "24"])
     bench["reevaluate"](args, "run_24")
     assert limits == [24]
+    assert penalties == [0.0]  # the runs recorded none: they ran before the flag, without one
     assert [c[0] for c in calls] == ["search-answer", "untrained", "sft", "grpo", "sft", "grpo"]
     assert calls[1][1] == "UNTRAINED"
     assert calls[4] == ("sft", str(results / "run" / "seed1" / "sft" / "final"), 1)
@@ -480,6 +484,13 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     assert timed["sft"] == 2.0 and {"eval sft", "eval grpo", "untrained"} <= set(timed)
     with pytest.raises(SystemExit, match="overwrite"):
         bench["reevaluate"](args, "run")
+    # a presence penalty asked for: the same checkpoints decoded under it, and the report says so
+    asked = ["--eval-limit", "24", "--presence-penalty", "1.1"]
+    penalized = bench["settings"](["--reevaluate", *files, *asked])
+    bench["reevaluate"](penalized, "run_pp")
+    assert penalties[-1] == 1.1
+    assert json.loads((results / "run_pp.json").read_text())["args"]["presence_penalty"] == 1.1
+    assert bench["settings"]([]).presence_penalty == 0.0  # a training run's evals: none
     calls.clear()
     twice = bench["arguments"]().parse_args(["--reevaluate", files[0], files[0]])
     with pytest.raises(SystemExit, match="seed 0 is in more than one part"):
