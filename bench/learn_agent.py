@@ -1333,7 +1333,7 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
         raise SystemExit(
             f"--name {name} would overwrite the checkpoints it evaluates: pick another"
         )
-    defaults = {**vars(arguments().parse_args([])), **BEFORE_THE_FLAG}
+    defaults = unrecorded()
     asked = ("eval_limit", "eval_batch", "device", "threads")
     if args.presence_penalty is not None:  # a decoding the checkpoints never trained under
         asked = (*asked, "presence_penalty")
@@ -1393,12 +1393,18 @@ PART_FLAGS = (
 BEFORE_THE_FLAG = {"unsearched_penalty": 0.0, "health_retries": 0, "presence_penalty": 0.0}
 
 
+def unrecorded() -> dict[str, Any]:
+    """What a flag a run did not record reads as: this bench's default, or the behaviour before
+    the flag (`BEFORE_THE_FLAG`)."""
+    return {**vars(arguments().parse_args([])), **BEFORE_THE_FLAG}
+
+
 def differing(files: list[str], parts: list[dict], flags: Iterable[str]) -> str:
     """The first of `flags` the parts' args disagree on, with each file's value ("" if none).
     A flag a part did not record was added after it ran, and reads as this bench's default: a
     flag is added with the behaviour before it as its default (`--refused-negative` off), or
     as `BEFORE_THE_FLAG` says where a later session changed its default."""
-    defaults = {**vars(arguments().parse_args([])), **BEFORE_THE_FLAG}
+    defaults = unrecorded()
     for k in flags:
         values = [p["args"].get(k, defaults.get(k)) for p in parts]
         if len(set(map(repr, values))) > 1:
