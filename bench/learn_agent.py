@@ -108,6 +108,7 @@ from agent.train.teachers import (  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import TASKS_DIR, TaskSet, load_tasks  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
+from wikisim.index import DEFAULT_RETRIEVER, RETRIEVERS  # noqa: E402
 from wikisim.paths import QA_DIR  # noqa: E402
 from wikisim.revision import code_revision  # noqa: E402
 
@@ -231,7 +232,9 @@ class Bench:
         self.args, self.data, self.out = args, data, out
         self.started = time.perf_counter()
         self.device = args.device
-        self.env = build_config(EnvConfig, {**ENV, "max_turns": args.max_turns})
+        self.env = build_config(
+            EnvConfig, {**ENV, "retriever": args.retriever, "max_turns": args.max_turns}
+        )
         self.runner = EnvRunner(
             data.tasks,
             self.env,
@@ -1048,6 +1051,13 @@ def arguments() -> argparse.ArgumentParser:
         "SamplingConfig.think_budget), in every model's evaluation and in GRPO's rollouts (0: none)",
     )
     p.add_argument("--max-context", type=int, default=GRPO_RECIPE.max_context_tokens)
+    p.add_argument(
+        "--retriever",
+        choices=RETRIEVERS,
+        default=ENV["retriever"],
+        help="the search tool's retriever in every stage (default: configs/learn's; the env's own "
+        f"default is {DEFAULT_RETRIEVER}, which builds the index's dense part once)",
+    )
     p.add_argument(
         "--presence-penalty",
         type=float,

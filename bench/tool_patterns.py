@@ -11,7 +11,11 @@ what the learning log asks of a teacher bank weighted to longer episodes.
     python bench/tool_patterns.py --sample bench/results/RUN/seed0/sft/final \
         --after-unseen bench/results/RUN/seed0/eval/sft --samples 8
 
-The first reads evals' `trajectories.jsonl`; the second samples a checkpoint at GRPO's temperature
+The first reads evals' `trajectories.jsonl`, and tells their episodes apart a second way too: by
+what their first call put on screen (a gold answer; a bridge, the page a multi-hop question leads
+to next, named but no gold answer; neither; no call that ran) and what each earned: a policy that
+only reads scores nothing where its first search showed a bridge, so the share of those is the
+room a second search has. The second samples a checkpoint at GRPO's temperature
 on training questions of the learning bench (its env options and questions, drawn with
 `--seed`), as GRPO's groups would play them from scratch. Patterns are written one letter a
 call (s search, v visit, ? a call the env could not read), "none" for an episode without one.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -40,9 +45,9 @@ from learn_agent import ENV, GRPO_RECIPE, load_data  # noqa: E402
 from agent.rollout.trajectory import Trajectory, read_trajectories  # noqa: E402
 from agent.train.episodes import EnvRunner, Sampler  # noqa: E402
 from agent.train.sft import gold_retrieved  # noqa: E402
-from agent.train.teachers import read_not_guessed, refused  # noqa: E402
+from agent.train.teachers import evidence_text, grounded_in, read_not_guessed, refused  # noqa: E402
 from wikisim.env.config import EnvConfig  # noqa: E402
-from wikisim.env.tasks import TaskSet  # noqa: E402
+from wikisim.env.tasks import Task, TaskSet, title_of  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 
 
@@ -78,6 +83,50 @@ def rows(trajs: Iterable[Trajectory], tasks: TaskSet) -> list[tuple[str, float, 
     ]
 
 
+_DISAMBIGUATION = re.compile(
+    r"\s*\([^)]*\)$"
+)  # "Lover Come Back (1961 film)" is named "Lover Come Back"
+
+
+def bridges(task: Task) -> list[str]:
+    """The evidence pages' names that the question does not name and that are not an answer: the
+    entities a multi-hop question leads through (MuSiQue's "History of Mississippi" is missed:
+    snippets name "Mississippi")."""
+    named = [_DISAMBIGUATION.sub("", title_of(u)) for u in task.evidence]
+    return [
+        b
+        for b in dict.fromkeys(named)
+        if not grounded_in(b, [task.question])
+        and not any(grounded_in(a, [b]) or grounded_in(b, [a]) for a in task.answers)
+    ]
+
+
+def first_showed(t: Trajectory, task: Task) -> str:
+    """What the episode's first call put on screen: a gold answer, else a bridge (`bridges`),
+    else neither; or no call that ran (an answer first, or a call the env refused)."""
+    first = t.turns[0] if t.turns else None
+    seen = evidence_text(first.observation) if first and first.observation else ""
+    if not seen:
+        return "no call that ran"
+    if any(grounded_in(a, [seen]) for a in task.answers):
+        return "a gold answer"
+    if any(grounded_in(b, [seen]) for b in bridges(task)):
+        return "a bridge, no gold answer"
+    return "neither"
+
+
+def shown_table(trajs: Sequence[Trajectory], tasks: TaskSet, title: str) -> None:
+    """Episodes by what their first call showed (`first_showed`): how many, and their EM."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        by[first_showed(t, tasks.get(t.task_id))].append(t.metrics.get("em", 0.0))
+    print(f"{title}: what the first call showed")
+    print(f"  {'shown':26s} {'episodes':>8s} {'EM':>6s}")
+    for k in ("a gold answer", "a bridge, no gold answer", "neither", "no call that ran"):
+        if by[k]:
+            print(f"  {k:26s} {len(by[k]):8d} {sum(by[k]) / len(by[k]):6.3f}")
+
+
 def played(path: str) -> Iterable[Trajectory]:
     """The episodes of an eval folder or of a trajectories.jsonl file."""
     f = Path(path)
@@ -87,7 +136,9 @@ def played(path: str) -> Iterable[Trajectory]:
 def from_files(paths: Sequence[str]) -> None:
     tasks = load_data(0).tasks
     for path in paths:
-        table(rows(played(path), tasks), str(path))
+        trajs = list(played(path))
+        table(rows(trajs, tasks), str(path))
+        shown_table(trajs, tasks, str(path))
 
 
 def sampler(policy: str, tasks: TaskSet) -> tuple[Sampler, Any]:

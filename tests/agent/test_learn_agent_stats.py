@@ -1026,10 +1026,50 @@ def test_tool_patterns_tells_episodes_by_the_calls_they_made_and_what_each_earne
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("4 episodes, searches 0.750 and visits 0.250 an episode")
     assert out[2].split() == ["s", "2", "0.500", "0.500"]
-    assert [line.split() for line in out[3:]] == [
+    assert [line.split() for line in out[3:5]] == [
         ["none", "1", "1.000", "0.000"],
         ["s-v", "1", "0.000", "1.000"],
     ]
+    assert out[5].endswith(": what the first call showed")
+    assert [line.rsplit(maxsplit=2) for line in out[7:]] == [
+        ["  a gold answer", "2", "0.500"],
+        ["  neither", "1", "0.000"],
+        ["  no call that ran", "1", "1.000"],
+    ]
+
+
+def test_tool_patterns_tells_episodes_by_what_their_first_call_showed() -> None:
+    """bench/tool_patterns.py: a first call that showed a gold answer, else a bridge (an evidence
+    page the question does not name, its disambiguator dropped, not an answer), else neither; an
+    answer first or a refused call ran none."""
+    bench = _script("tool_patterns")
+    task = Task(
+        "pocahontas",
+        "When did the state where Pocahontas Mounds is located become part of the United States?",
+        ("1817",),
+        (
+            "https://en.wikipedia.org/wiki/Pocahontas_Mounds",
+            "https://en.wikipedia.org/wiki/Mississippi_(state)",
+        ),
+    )
+    assert bench["bridges"](task) == ["Mississippi"]
+
+    def first(observation: str, calls: tuple[str, ...] = ("search",)) -> Trajectory:
+        turn = Turn(text="t", ids=(1,), logprobs=(0.0,), observation=observation, tool_calls=calls)
+        return Trajectory("pocahontas", 0, "p", (9,), (turn,), None, 0.0, True, False, "h", "v", {})
+
+    showed = bench["first_showed"]
+    mounds = "1. [Pocahontas Mounds](https://en.wikipedia.org/wiki/Pocahontas_Mounds) ... in"
+    assert showed(first(f"{mounds} Hinds County, Mississippi."), task) == "a bridge, no gold answer"
+    assert showed(first(f"{mounds} Mississippi, a state since 1817."), task) == "a gold answer"
+    assert showed(first(f"{mounds} the Plaquemine culture."), task) == "neither"
+    # the header that repeats the query is not evidence: a query naming the bridge shows nothing
+    echo = "A Google search for 'Mississippi' found 1 results: 1. [Mounds] a site."
+    assert showed(first(echo), task) == "neither"
+    assert showed(first("Error: the tool call is not valid JSON: '{...'."), task) == (
+        "no call that ran"
+    )
+    assert showed(first("", ("answer",)), task) == "no call that ran"
 
 
 def test_tool_patterns_names_what_a_policy_did_after_a_refused_first_call() -> None:
