@@ -103,6 +103,22 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
     env = {**bench["ENV"], "max_turns": a.max_turns, "reward": a.grpo_reward}
     assert {k: getattr(grpo.env, k) for k in env} == env
     assert (sft.env.max_turns, sft.env.search_k) == (grpo.env.max_turns, grpo.env.search_k)
+    assert a.retriever == grpo.env.retriever
+
+
+def test_the_learning_bench_searches_with_the_retriever_asked(tmp_path) -> None:
+    """--retriever reaches the env every stage plays in (teacher, evals, GRPO): the bench's one
+    EnvConfig and every env of its runner's pool."""
+    import runpy
+
+    from wikisim.paths import REPO_ROOT
+
+    bench = runpy.run_path(str(REPO_ROOT / "bench" / "learn_agent.py"), run_name="check")
+    args = bench["settings"](["--quick", "--retriever", "lucene"])
+    run = bench["Bench"](args, bench["load_data"](2), tmp_path)
+    played = {e.unwrapped.config.retriever for e in run.runner.pool}
+    assert run.env.retriever == "lucene" != bench["ENV"]["retriever"]
+    assert played == {"lucene"}
 
 
 def test_the_env_a_run_trains_in_is_one_env_config(tmp_path):
