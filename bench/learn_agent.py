@@ -671,6 +671,7 @@ EVAL_FLAGS = (
     "max_context",
     "pass_samples",
     "presence_penalty",
+    "retriever",
 )
 
 #: The flags that decide a seed's teacher episodes, SFT weights and SFT eval: `--sft-from` reuses
@@ -1054,9 +1055,11 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument(
         "--retriever",
         choices=RETRIEVERS,
-        default=ENV["retriever"],
-        help="the search tool's retriever in every stage (default: configs/learn's; the env's own "
-        f"default is {DEFAULT_RETRIEVER}, which builds the index's dense part once)",
+        default=None,
+        help="the search tool's retriever in every stage (unset: configs/learn's, "
+        f"{ENV['retriever']}, and with --reevaluate the runs' own: a retriever asked there is a "
+        f"backend swapped under the checkpoints; the env's own default is {DEFAULT_RETRIEVER}, "
+        "which builds the index's dense part once)",
     )
     p.add_argument(
         "--presence-penalty",
@@ -1242,6 +1245,8 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
         args.teacher_seed = None
     if args.presence_penalty is None and not args.reevaluate:
         args.presence_penalty = 0.0
+    if args.retriever is None and not args.reevaluate:
+        args.retriever = ENV["retriever"]
     return args
 
 
@@ -1325,8 +1330,9 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     """Finished runs' checkpoints on more held-out questions: training left out every held-out
     set's answers, asked or not (`load_data`), so any share of them may be asked. The runs' own
     settings (context, turns, decoding) are kept; only the questions change, and the presence
-    penalty where one is asked (a decoding the checkpoints were not trained under: Tongyi
-    DeepResearch's harness samples with 1.1). Several runs (seeds
+    penalty or the retriever where one is asked (a decoding the checkpoints were not trained
+    under: Tongyi DeepResearch's harness samples with 1.1; a search backend swapped under an
+    unchanged policy). Several runs (seeds
     run in parts, as `--combine` merges them) are one report: each seed once, and an error
     unless they share the method (`merged_runs`; the eval's size may differ, it is redone)."""
     files = list(args.reevaluate)
@@ -1347,6 +1353,8 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
     asked = ("eval_limit", "eval_batch", "device", "threads")
     if args.presence_penalty is not None:  # a decoding the checkpoints never trained under
         asked = (*asked, "presence_penalty")
+    if args.retriever is not None:  # a search backend the checkpoints never trained with
+        asked = (*asked, "retriever")
     settings = {  # an eval flag the runs did not record reads as its default, as in `differing`
         **{k: defaults[k] for k in EVAL_FLAGS},
         **sources[0]["args"],
@@ -1400,7 +1408,12 @@ PART_FLAGS = (
 #: guard's retries joined the method in session 53, and a part that ran before they were flags
 #: ran without them; a run before `--presence-penalty` (whose unset value is "the runs' own"
 #: under `--reevaluate`) evaluated without one.
-BEFORE_THE_FLAG = {"unsearched_penalty": 0.0, "health_retries": 0, "presence_penalty": 0.0}
+BEFORE_THE_FLAG = {
+    "unsearched_penalty": 0.0,
+    "health_retries": 0,
+    "presence_penalty": 0.0,
+    "retriever": ENV["retriever"],
+}
 
 
 def unrecorded() -> dict[str, Any]:

@@ -418,14 +418,15 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
 ) -> None:
     """--reevaluate: each seed's SFT and GRPO eval comes from that seed's checkpoints (found under
     this checkout's results when the run was made elsewhere), the untrained model once, with the
-    run's settings but the asked number of questions (and a presence penalty, where one is
-    asked); it never overwrites what it evaluates."""
+    run's settings but the asked number of questions (and a presence penalty or a retriever,
+    where one is asked); it never overwrites what it evaluates."""
     bench = _script("learn_agent")
     g = bench["reevaluate"].__globals__
     results = tmp_path / "results"
     calls: list[tuple[str, str | None, int | None]] = []
     limits: list[int] = []
     penalties: list[float] = []
+    retrievers: list[str] = []
 
     class Bench:
         references = bench["Bench"].references  # the real one, over this fake evaluate
@@ -433,6 +434,7 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
         def __init__(self, args, data, out) -> None:
             self.args = args
             penalties.append(args.presence_penalty)
+            retrievers.append(args.retriever)
 
         def evaluate(self, name, policy_dir, seed=None) -> dict:
             calls.append((name, policy_dir, seed))
@@ -489,6 +491,15 @@ def test_a_finished_run_is_reevaluated_from_its_own_checkpoints_with_its_own_set
     assert penalties[-1] == 1.1
     assert json.loads((results / "run_pp.json").read_text())["args"]["presence_penalty"] == 1.1
     assert bench["settings"]([]).presence_penalty == 0.0  # a training run's evals: none
+    # a retriever asked for: the same policies over another search backend; unasked, the runs'
+    assert retrievers[:2] == [bench["ENV"]["retriever"]] * 2  # recorded none: the one before
+    swapped = bench["settings"](
+        ["--reevaluate", *files, "--eval-limit", "24", "--retriever", "lucene"]
+    )
+    bench["reevaluate"](swapped, "run_lucene")
+    assert retrievers[-1] == "lucene"
+    assert json.loads((results / "run_lucene.json").read_text())["args"]["retriever"] == "lucene"
+    assert bench["settings"]([]).retriever == bench["ENV"]["retriever"]
     calls.clear()
     twice = bench["arguments"]().parse_args(["--reevaluate", files[0], files[0]])
     with pytest.raises(SystemExit, match="seed 0 is in more than one part"):

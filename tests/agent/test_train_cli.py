@@ -103,7 +103,7 @@ def test_the_learning_bench_runs_the_recipes_method() -> None:
     env = {**bench["ENV"], "max_turns": a.max_turns, "reward": a.grpo_reward}
     assert {k: getattr(grpo.env, k) for k in env} == env
     assert (sft.env.max_turns, sft.env.search_k) == (grpo.env.max_turns, grpo.env.search_k)
-    assert a.retriever == grpo.env.retriever
+    assert bench["settings"]([]).retriever == grpo.env.retriever
 
 
 def test_the_learning_bench_searches_with_the_retriever_asked(tmp_path) -> None:
