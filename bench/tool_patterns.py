@@ -83,9 +83,8 @@ def rows(trajs: Iterable[Trajectory], tasks: TaskSet) -> list[tuple[str, float, 
     ]
 
 
-_DISAMBIGUATION = re.compile(
-    r"\s*\([^)]*\)$"
-)  # "Lover Come Back (1961 film)" is named "Lover Come Back"
+# a title's disambiguator: "Lover Come Back (1961 film)" is named "Lover Come Back"
+_DISAMBIGUATION = re.compile(r"\s*\([^)]*\)$")
 
 
 def bridges(task: Task) -> list[str]:
