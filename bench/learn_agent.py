@@ -1146,8 +1146,8 @@ def arguments() -> argparse.ArgumentParser:
         nargs="+",
         help="evaluate finished runs' checkpoints again (search-answer, untrained, each seed's "
         "SFT and GRPO) on --eval-limit questions a held-out set (0: every one), with the runs' "
-        "own settings but a --presence-penalty given, and report them as one run (runs made in "
-        "parts: each seed once, the same eval settings)",
+        "own settings but a --presence-penalty or --retriever given, and report them as one "
+        "run (runs made in parts: each seed once, the same eval settings)",
     )
     return p
 
@@ -1243,10 +1243,9 @@ def settings(argv: list[str] | None = None) -> argparse.Namespace:
             setattr(args, k, v)
     if args.teacher_seed == OWN_BANK:
         args.teacher_seed = None
-    if args.presence_penalty is None and not args.reevaluate:
-        args.presence_penalty = 0.0
-    if args.retriever is None and not args.reevaluate:
-        args.retriever = ENV["retriever"]
+    for k in OVERRIDES_ON_REEVALUATION:  # unset: the method's, or under --reevaluate the runs'
+        if getattr(args, k) is None and not args.reevaluate:
+            setattr(args, k, BEFORE_THE_FLAG[k])
     return args
 
 
@@ -1351,10 +1350,8 @@ def reevaluate(args: argparse.Namespace, name: str) -> None:
         )
     defaults = unrecorded()
     asked = ("eval_limit", "eval_batch", "device", "threads")
-    if args.presence_penalty is not None:  # a decoding the checkpoints never trained under
-        asked = (*asked, "presence_penalty")
-    if args.retriever is not None:  # a search backend the checkpoints never trained with
-        asked = (*asked, "retriever")
+    # a decoding or a search backend the checkpoints never trained under, where one is asked
+    asked = (*asked, *(k for k in OVERRIDES_ON_REEVALUATION if getattr(args, k) is not None))
     settings = {  # an eval flag the runs did not record reads as its default, as in `differing`
         **{k: defaults[k] for k in EVAL_FLAGS},
         **sources[0]["args"],
@@ -1414,6 +1411,9 @@ BEFORE_THE_FLAG = {
     "presence_penalty": 0.0,
     "retriever": ENV["retriever"],
 }
+#: Eval flags whose default is None: a run takes `BEFORE_THE_FLAG`'s value, a `--reevaluate` the
+#: runs' own unless one is asked (then the same checkpoints are evaluated under it).
+OVERRIDES_ON_REEVALUATION = ("presence_penalty", "retriever")
 
 
 def unrecorded() -> dict[str, Any]:
