@@ -543,6 +543,7 @@ class Bench:
             max_turns=a.max_turns,
             known_only=RESEARCH_TEACHERS[a.teacher],
             recover_share=a.recover_share,
+            min_searches=a.min_searches,
         )
         questions = self.training_questions()
         drawn = seed if a.teacher_seed is None else a.teacher_seed  # one SFT dataset for every seed
@@ -574,6 +575,7 @@ class Bench:
             samples_per_question=a.samples_per_question,
             direct_share=a.direct_share,
             recover_share=a.recover_share,
+            min_searches=a.min_searches,
             trajectories=str(out / "sft_data.jsonl"),
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
@@ -683,6 +685,7 @@ SFT_FLAGS = (
     "samples_per_question",
     "direct_share",
     "recover_share",
+    "min_searches",
     "sft_steps",
     "sft_epochs",
     "sft_batch",
@@ -864,6 +867,13 @@ def arguments() -> argparse.ArgumentParser:
         default=SFT_RECIPE.recover_share,
         help="this share of the teacher's episodes opens with a broken search call (not learned) "
         "and recovers from the env's error (agent.train.teachers; default: configs/learn/sft.yaml's)",
+    )
+    p.add_argument(
+        "--min-searches",
+        type=int,
+        default=SFT_RECIPE.min_searches,
+        help="the teacher searches at least this often before answering, each time typed another "
+        "way (agent.train.teachers; default: configs/learn/sft.yaml's)",
     )
     p.add_argument(
         "--teacher-seed",

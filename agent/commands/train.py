@@ -152,6 +152,7 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
             max_turns=cfg.env.max_turns,
             known_only=RESEARCH_TEACHERS[cfg.teacher],
             recover_share=cfg.recover_share,
+            min_searches=cfg.min_searches,
         )
     elif cfg.teacher in SCRIPTED:
         teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)

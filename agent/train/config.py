@@ -111,6 +111,8 @@ class SFTConfig(TrainConfig):
     direct_share: float = 1.0
     # this share of research-teacher episodes opens with a broken call and recovers from its error
     recover_share: float = 0.0
+    # research teachers search at least this often before answering, each time typed another way
+    min_searches: int = 1
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step
@@ -125,6 +127,10 @@ class SFTConfig(TrainConfig):
             raise ConfigError(f"direct_share={self.direct_share} must be in (0, 1]")
         if not 0 <= self.recover_share < 1:
             raise ConfigError(f"recover_share={self.recover_share} must be in [0, 1)")
+        if not 1 <= self.min_searches < self.env.max_turns:
+            raise ConfigError(
+                f"min_searches={self.min_searches} must be in [1, max_turns={self.env.max_turns})"
+            )
         if self.max_steps < 0 or self.stop_loss < 0:
             raise ConfigError(
                 f"max_steps={self.max_steps} and stop_loss={self.stop_loss} must be >= 0"

@@ -46,6 +46,10 @@ _NAME_RULE = re.compile(
 _NAMED = re.compile(r"\s[A-Z0-9]")
 _THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 _ERROR = re.compile(r"^\s*(?:<tool_response>\s*)?Error:")
+# the query a search that ran echoes in its response's header (wikisim.tools.search)
+_SEARCHED = re.compile(
+    r"(?:A Google search for|No results found for) '(.*?)'(?: found|\. Try)", re.S
+)
 
 #: Teacher names (SFTConfig.teacher) -> ResearchTeacher's known_only.
 RESEARCH_TEACHERS = {"research": False, "research-known": True}
@@ -67,6 +71,12 @@ VISIT_THOUGHTS = (
 RETRY_THOUGHTS = (
     "That did not give the answer. Try another search.",
     "Not found yet; search again with other words.",
+)
+# a search before answering that every episode makes, found or not: nothing the student cannot see
+AGAIN_THOUGHTS = (
+    "Search once more, in other words, before answering.",
+    "Another phrasing may show more. Let me search again.",
+    "Let me compare with a second search.",
 )
 RECOVER_THOUGHTS = (
     "That call was not valid and did not run. The same search, written correctly.",
@@ -224,6 +234,11 @@ class ResearchTeacher:
             searched next: the second hop of a multi-hop question). Otherwise an evidence page's
             title is a phrasing too, though nothing the student saw names it (its student
             learns to search titles it cannot know).
+        recover_share: this share of episodes opens with a broken call and recovers.
+        min_searches: searches that ran before any answer, each typed another way (a bridge
+            title an observation showed first): the student cannot see whether a gold answer
+            is on screen, so a teacher that searches again exactly when none is teaches it no
+            rule it can follow (session 63); one that always searches this often teaches one.
     """
 
     name = "research-teacher"
@@ -235,11 +250,15 @@ class ResearchTeacher:
         max_turns: int = 4,
         known_only: bool = False,
         recover_share: float = 0.0,
+        min_searches: int = 1,
     ) -> None:
         if not 0 <= recover_share < 1:
             raise ConfigError(f"recover_share={recover_share} must be in [0, 1)")
+        if not 1 <= min_searches < max_turns:
+            raise ConfigError(f"min_searches={min_searches} must be in [1, max_turns={max_turns})")
         self.tasks, self.chat, self.max_turns = tasks, chat, max_turns
         self.known_only, self.recover_share = known_only, recover_share
+        self.min_searches = min_searches
         # the query each broken call meant, by its text: the recovery writes that search well
         self._meant: dict[str, str] = {}
 
@@ -277,15 +296,19 @@ class ResearchTeacher:
         rng = random.Random(request.seed)
         # an episode that opened with a broken call searches in its next turn as in a first one
         recovering = request.turn > 0 and refused(seen[0])
+        searched = [m.group(1) for text in seen for m in _SEARCHED.finditer(text)]
+        last = request.turn >= self.max_turns - 1
+        # the first turn always searches: one search asks nothing more of the episode
+        enough = self.min_searches == 1 or len(searched) >= self.min_searches
         found = self._found(task, seen)
-        if found is not None:
+        if found is not None and (last or enough):
             answer, source, text = found
             think = rng.choice(ANSWER_THOUGHTS).format(
                 source=source, quote=quote(answer, text), answer=answer
             )
             rule = name_rule(question)
             return format_answer(answer, think=f"{rule} {think}" if rule else think)
-        if request.turn >= self.max_turns - 1:
+        if last:
             return format_answer(
                 best_span(question, "\n".join(seen)), think="Answer from what I read."
             )
@@ -298,11 +321,19 @@ class ResearchTeacher:
             what = keywords(query, 4)
             think = rng.choice(RECOVER_THOUGHTS if recovering else SEARCH_THOUGHTS)
             return format_tool_call("search", {"query": query}, think=think.format(what=what))
-        url = self._page_to_visit(task, seen, rng)
         hop = self._next_hop(task, question, seen) if self.known_only else None
+        hop_think = f"The page names {hop}, which the question needs next. Let me search it."
+        if not enough:
+            if hop is not None:
+                return format_tool_call("search", {"query": hop}, think=hop_think)
+            again = self._query(task, question, seen, rng, request.turn, searched)
+            if again not in searched:
+                return format_tool_call(
+                    "search", {"query": again}, think=rng.choice(AGAIN_THOUGHTS)
+                )
+        url = self._page_to_visit(task, seen, rng)
         if hop is not None and url not in task.evidence and rng.random() < 0.8:
-            think = f"The page names {hop}, which the question needs next. Let me search it."
-            return format_tool_call("search", {"query": hop}, think=think)
+            return format_tool_call("search", {"query": hop}, think=hop_think)
         if url is not None and rng.random() < 0.8:
             goal = rng.choice((*_as_typed(question), f"find {keywords(searchable(question))}"))
             think = rng.choice(VISIT_THOUGHTS).format(title=title_of(url))
@@ -322,9 +353,16 @@ class ResearchTeacher:
         return None
 
     def _query(
-        self, task: Task, question: str, seen: Sequence[str], rng: random.Random, turn: int
+        self,
+        task: Task,
+        question: str,
+        seen: Sequence[str],
+        rng: random.Random,
+        turn: int,
+        searched: Sequence[str] = (),
     ) -> str:
-        """A phrasing of the search; never one that names the answer (that would be a guess)."""
+        """A phrasing of the search, other than those `searched` where one is left; never one
+        that names the answer (that would be a guess)."""
         typed = _as_typed(
             question, TYPED_QUESTION_WORDS if self.known_only else SHORT_QUESTION_WORDS
         )
@@ -339,6 +377,7 @@ class ResearchTeacher:
         options = [q for q in options if not any(grounded_in(a, [q]) for a in task.answers)] or [
             question
         ]
+        options = [q for q in options if q not in searched] or options
         return (
             options[rng.randrange(len(options))]
             if turn == 0
