@@ -115,6 +115,29 @@ def test_recovering_episodes_learn_only_the_search_after_the_error(teacher_data,
     assert all(tuple(t.token_ids()) in plain for t in kept if not t.turns[0].forced_at)
 
 
+def test_a_teacher_of_two_searches_types_each_another_way_before_answering(tasks, smol):
+    """`min_searches=2`: every kept episode ran two searches of distinct queries before its
+    answer, even where the first already showed a gold answer; still only answers read."""
+    chat = ChatFormat(smol[0])
+    runner = runner_for(tasks, max_turns=4, max_new_tokens=96, slots=8)
+    teacher = ResearchTeacher(tasks, chat, known_only=True, min_searches=2)
+    kept, _ = rejection_sample(runner.teacher(teacher, chat, seed=0), tasks.ids(), 3)
+    assert kept and all(answer_observed(t) and t.reward == 1.0 for t in kept)
+    early = 0
+    for t in kept:
+        searches = [turn for turn in t.turns if turn.tool_calls == ("search",)]
+        queries = [
+            json.loads(s.text.split("<tool_call>")[1].split("</tool_call>")[0]) for s in searches
+        ]
+        assert len(searches) >= 2 and t.turns[-1].tool_calls == ()
+        assert len({q["arguments"]["query"] for q in queries}) == len(queries)
+        gold = [a.lower() for a in tasks.get(t.task_id).answers]
+        early += any(a in searches[0].observation.lower() for a in gold)
+    assert early  # a first search that showed the answer is still followed by a second
+    with pytest.raises(ConfigError, match="min_searches=4"):
+        ResearchTeacher(tasks, chat, max_turns=4, min_searches=4)
+
+
 def test_sft_data_holds_only_answers_read_in_an_observation(teacher_data, tasks, smol):
     kept, report = teacher_data
     assert kept and all(answer_observed(t) and t.reward == 1.0 for t in kept)
