@@ -38,6 +38,8 @@ from wikisim.tools.protocol import format_tool_call  # noqa: E402
 TYPINGS = {"whole": lambda q: q, "content words": lambda q: keywords(searchable(q), 8)}
 #: Both typings searched, one after the other: what a policy that searches twice could see.
 EITHER = "either"
+#: The shares reported per retriever and question group.
+SHARES = (*TYPINGS, EITHER)
 
 
 def shown(retriever: str, tasks: list[Task]) -> dict[str, float]:
@@ -45,7 +47,7 @@ def shown(retriever: str, tasks: list[Task]) -> dict[str, float]:
     search, the env's reset before it included."""
     cfg = build_config(EnvConfig, {**ENV, "retriever": retriever})
     env = make_envs(1, cfg, tasks=TaskSet(tasks, "held-out"))[0]
-    hits = dict.fromkeys([*TYPINGS, EITHER], 0)
+    hits = dict.fromkeys(SHARES, 0)
     start = time.perf_counter()
     for task in tasks:
         showed = []
@@ -86,8 +88,7 @@ def main() -> None:
     base = out["retrievers"][names[0]]
     for name, by in out["retrievers"].items():
         for g, r in by.items():
-            kinds = (*TYPINGS, EITHER)
-            ratios = ", ".join(f"{r[k] / base[g][k]:.2f}x" if base[g][k] else "-" for k in kinds)
+            ratios = ", ".join(f"{r[k] / base[g][k]:.2f}x" if base[g][k] else "-" for k in SHARES)
             print(
                 f"{name:10s} {g:13s} whole {r['whole']:.3f}, content words "
                 f"{r['content words']:.3f}, either {r[EITHER]:.3f} ({ratios} of {names[0]}); "

@@ -46,9 +46,9 @@ _NAME_RULE = re.compile(
 _NAMED = re.compile(r"\s[A-Z0-9]")
 _THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 _ERROR = re.compile(r"^\s*(?:<tool_response>\s*)?Error:")
-# the query a search that ran echoes in its response's header (wikisim.tools.search)
+# the header of a search that ran, which echoes its query (wikisim.tools.search), in either group
 _SEARCHED = re.compile(
-    r"(?:A Google search for|No results found for) '(.*?)'(?: found|\. Try)", re.S
+    r"A Google search for '(.*?)' found \d+ results:|No results found for '(.*?)'\.", re.S
 )
 
 #: Teacher names (SFTConfig.teacher) -> ResearchTeacher's known_only.
@@ -92,9 +92,7 @@ ANSWER_THOUGHTS = (
 
 #: Tool-response headers that repeat the call's own arguments (query, URL, goal): not evidence.
 _ECHOES = re.compile(
-    r"A Google search for '.*?' found \d+ results:|No results found for '.*?'\.|"
-    r"The useful information in \S+ for user goal .*? as follows:",
-    re.S,
+    rf"{_SEARCHED.pattern}|The useful information in \S+ for user goal .*? as follows:", re.S
 )
 
 
@@ -296,7 +294,13 @@ class ResearchTeacher:
         rng = random.Random(request.seed)
         # an episode that opened with a broken call searches in its next turn as in a first one
         recovering = request.turn > 0 and refused(seen[0])
-        searched = [m.group(1) for text in seen for m in _SEARCHED.finditer(text)]
+        searched = [
+            query
+            for text in seen
+            for m in _SEARCHED.finditer(text)
+            for query in m.groups()
+            if query is not None
+        ]
         last = request.turn >= self.max_turns - 1
         # the first turn always searches: one search asks nothing more of the episode
         enough = self.min_searches == 1 or len(searched) >= self.min_searches
