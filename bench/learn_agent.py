@@ -544,6 +544,7 @@ class Bench:
             known_only=RESEARCH_TEACHERS[a.teacher],
             recover_share=a.recover_share,
             min_searches=a.min_searches,
+            copy_queries=a.copy_queries,
         )
         questions = self.training_questions()
         drawn = seed if a.teacher_seed is None else a.teacher_seed  # one SFT dataset for every seed
@@ -576,6 +577,7 @@ class Bench:
             direct_share=a.direct_share,
             recover_share=a.recover_share,
             min_searches=a.min_searches,
+            copy_queries=a.copy_queries,
             trajectories=str(out / "sft_data.jsonl"),
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
@@ -686,6 +688,7 @@ SFT_FLAGS = (
     "direct_share",
     "recover_share",
     "min_searches",
+    "copy_queries",
     "sft_steps",
     "sft_epochs",
     "sft_batch",
@@ -874,6 +877,14 @@ def arguments() -> argparse.ArgumentParser:
         default=SFT_RECIPE.min_searches,
         help="the teacher searches at least this often before answering, each time typed another "
         "way (agent.train.teachers; default: configs/learn/sft.yaml's)",
+    )
+    p.add_argument(
+        "--copy-queries",
+        action=argparse.BooleanOptionalAction,
+        default=SFT_RECIPE.copy_queries,
+        help="the teacher's searches before an answer type copies of what the student sees: the "
+        "question less what no page states, then a title the results showed (agent.train.teachers; "
+        "default: configs/learn/sft.yaml's)",
     )
     p.add_argument(
         "--teacher-seed",

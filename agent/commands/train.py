@@ -153,6 +153,7 @@ def _teach(cfg: SFTConfig, tasks: TaskSet) -> list[Trajectory]:
             known_only=RESEARCH_TEACHERS[cfg.teacher],
             recover_share=cfg.recover_share,
             min_searches=cfg.min_searches,
+            copy_queries=cfg.copy_queries,
         )
     elif cfg.teacher in SCRIPTED:
         teacher = OraclePolicy(tasks, chat) if cfg.teacher == "oracle" else SearchAnswerPolicy(chat)

@@ -113,6 +113,8 @@ class SFTConfig(TrainConfig):
     recover_share: float = 0.0
     # research teachers search at least this often before answering, each time typed another way
     min_searches: int = 1
+    # research teachers type copies: the question less what no page states, then titles shown
+    copy_queries: bool = False
     trajectories: str = ""  # train on this JSONL instead of sampling (written by a previous run)
     epochs: int = 3
     batch_size: int = 16  # sequences per optimizer step

@@ -44,6 +44,8 @@ _NAME_RULE = re.compile(
 )
 # a capitalised word past the clause's first: something to search
 _NAMED = re.compile(r"\s[A-Z0-9]")
+# a search result's title (wikisim.tools.search: "1. [Title](url)")
+_RESULT_TITLE = re.compile(r"^\s*\d+\. \[([^\]]+)\]\(", re.M)
 _THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 _ERROR = re.compile(r"^\s*(?:<tool_response>\s*)?Error:")
 # the header of a search that ran, which echoes its query (wikisim.tools.search), in either group
@@ -77,6 +79,12 @@ AGAIN_THOUGHTS = (
     "Search once more, in other words, before answering.",
     "Another phrasing may show more. Let me search again.",
     "Let me compare with a second search.",
+)
+# copy_queries: a further search of a title the results showed, as the student can copy it
+SHOWN_THOUGHTS = (
+    "The results name {title}. Let me search it too.",
+    "Search {title}, which the results show, before answering.",
+    "{title} is in the results; search it as well.",
 )
 RECOVER_THOUGHTS = (
     "That call was not valid and did not run. The same search, written correctly.",
@@ -149,6 +157,22 @@ def searchable(question: str) -> str:
             if _NAMED.search(text) or len(sentence.split()) > 6:
                 kept.append(text)
     return " ".join(kept) or question
+
+
+def copied(question: str) -> str:
+    """The query `copy_queries` types first: the question less what no page states, its first
+    TYPED_QUESTION_WORDS words; spans of the question, which a small student copies. Its double
+    quotes are dropped (the search ignores them): students that copied them broke the JSON."""
+    return " ".join(searchable(question).replace('"', "").split()[:TYPED_QUESTION_WORDS])
+
+
+def shown_title(observation: str, question: str, searched: Sequence[str]) -> str | None:
+    """The first title among an observation's results that the question does not name and no
+    search typed, else the first not searched (None when none is left): a query copied from the
+    screen."""
+    titles = [t for t in _RESULT_TITLE.findall(observation) if t not in searched]
+    fresh = [t for t in titles if t.lower() not in question.lower()]
+    return (fresh or titles or [None])[0]
 
 
 def names(text: str) -> str:
@@ -249,6 +273,7 @@ class ResearchTeacher:
         known_only: bool = False,
         recover_share: float = 0.0,
         min_searches: int = 1,
+        copy_queries: bool = False,
     ) -> None:
         if not 0 <= recover_share < 1:
             raise ConfigError(f"recover_share={recover_share} must be in [0, 1)")
@@ -256,7 +281,7 @@ class ResearchTeacher:
             raise ConfigError(f"min_searches={min_searches} must be in [1, max_turns={max_turns})")
         self.tasks, self.chat, self.max_turns = tasks, chat, max_turns
         self.known_only, self.recover_share = known_only, recover_share
-        self.min_searches = min_searches
+        self.min_searches, self.copy_queries = min_searches, copy_queries
         # the query each broken call meant, by its text: the recovery writes that search well
         self._meant: dict[str, str] = {}
 
@@ -328,6 +353,10 @@ class ResearchTeacher:
         hop = self._next_hop(task, question, seen) if self.known_only else None
         hop_think = f"The page names {hop}, which the question needs next. Let me search it."
         if not enough:
+            title = shown_title(seen[-1], question, searched) if self.copy_queries else None
+            if title is not None:
+                think = rng.choice(SHOWN_THOUGHTS).format(title=title)
+                return format_tool_call("search", {"query": title}, think=think)
             if hop is not None:
                 return format_tool_call("search", {"query": hop}, think=hop_think)
             again = self._query(task, question, seen, rng, request.turn, searched)
@@ -366,7 +395,9 @@ class ResearchTeacher:
         searched: Sequence[str] = (),
     ) -> str:
         """A phrasing of the search, other than those `searched` where one is left; never one
-        that names the answer (that would be a guess)."""
+        that names the answer (that would be a guess). With `copy_queries`, the first is `copied`."""
+        if self.copy_queries and turn == 0:
+            return copied(question)
         typed = _as_typed(
             question, TYPED_QUESTION_WORDS if self.known_only else SHORT_QUESTION_WORDS
         )
