@@ -33,6 +33,7 @@ from wikisim.env.reward import normalize_answer
 from wikisim.env.tasks import Task, TaskSet, title_of
 from wikisim.errors import ConfigError
 from wikisim.tools.protocol import format_answer, format_tool_call
+from wikisim.tools.search import RESULT_TITLE
 
 _URL = re.compile(r"https?://[^\s)\]>\"'<]+")
 _WORD = re.compile(r"[\w'-]+")
@@ -44,8 +45,6 @@ _NAME_RULE = re.compile(
 )
 # a capitalised word past the clause's first: something to search
 _NAMED = re.compile(r"\s[A-Z0-9]")
-# a search result's title (wikisim.tools.search: "1. [Title](url)")
-_RESULT_TITLE = re.compile(r"^\s*\d+\. \[([^\]]+)\]\(", re.M)
 _THINKING_OF = re.compile(r"^I am thinking of\s+", re.I)
 _ERROR = re.compile(r"^\s*(?:<tool_response>\s*)?Error:")
 # the header of a search that ran, which echoes its query (wikisim.tools.search), in either group
@@ -170,7 +169,7 @@ def shown_title(observation: str, question: str, searched: Sequence[str]) -> str
     """The first title among an observation's results that the question does not name and no
     search typed, else the first not searched (None when none is left): a query copied from the
     screen."""
-    titles = [t for t in _RESULT_TITLE.findall(observation) if t not in searched]
+    titles = [t for t in RESULT_TITLE.findall(observation) if t not in searched]
     fresh = [t for t in titles if t.lower() not in question.lower()]
     return (fresh or titles or [None])[0]
 

@@ -10,10 +10,20 @@ import re
 import pytest
 
 from agent.rollout.react import TurnRequest
-from agent.train.teachers import ResearchTeacher, broken_search, evidence_text, quote, searchable
+from agent.train.teachers import (
+    ResearchTeacher,
+    broken_search,
+    copied,
+    evidence_text,
+    quote,
+    searchable,
+    shown_title,
+)
 from wikisim.env.tasks import Task, TaskSet
 from wikisim.errors import ConfigError
+from wikisim.index.base import Hit
 from wikisim.tools.protocol import CallError, parse_turn
+from wikisim.tools.search import format_search
 
 QUESTION = (
     "The director of the film that Grace Krilanovich's first novel inspired "
@@ -184,3 +194,66 @@ def test_a_recovering_episode_writes_well_the_search_its_broken_call_meant() -> 
         assert plain(c for c in query if c not in '"\\') in plain(
             c for c in broken.text if c not in '"\\'
         )
+
+
+def results(query: str, *titles: str) -> str:
+    """A search's observation as the env writes it, one result a title."""
+    hits = [
+        Hit(
+            f"{i}#0",
+            t,
+            f"https://en.wikipedia.org/wiki/{t.replace(' ', '_')}",
+            f"{t} is a page.",
+            1.0,
+        )
+        for i, t in enumerate(titles)
+    ]
+    return format_search(query, hits)
+
+
+def copy_turn(question: str, seed: int, shown: tuple[str, ...] = ()) -> dict:
+    """The call a copy_queries teacher of two searches makes after the observations `shown`."""
+    task = Task("copy", question, ("Columbus",), TASK.evidence)
+    earlier = [
+        m
+        for text in shown
+        for m in ({"role": "assistant", "content": "..."}, {"role": "user", "content": text})
+    ]
+    request = TurnRequest(
+        messages=(
+            {"role": "system", "content": ""},
+            {"role": "user", "content": question},
+            *earlier,
+        ),
+        ids=(),
+        max_new_tokens=96,
+        seed=seed,
+        turn=len(shown),
+    )
+    teacher = ResearchTeacher(
+        TaskSet([task], "one"), known_only=True, min_searches=2, copy_queries=True
+    )
+    text = teacher.turn(request)
+    call = re.search(r"<tool_call>\s*(\{.*\})\s*</tool_call>", text, re.S)
+    assert call is not None, text
+    return json.loads(call.group(1))
+
+
+def test_copy_queries_types_the_question_then_a_title_the_results_showed() -> None:
+    """copy_queries: one typing a student can copy, not the four phrasings the default mixes: the
+    question less its rule on the answer's name (and less its quotes), then the first title of
+    the results that the question does not name, whatever the teacher knows of the evidence."""
+    assert copied(RULED) == "This album is by The Matches."
+    assert (
+        copied('Who recorded the song "Crazy" in 1991?') == "Who recorded the song Crazy in 1991?"
+    )
+    first = {copy_turn(QUESTION, s)["arguments"]["query"] for s in range(50)}
+    assert first == {copied(QUESTION)}
+    shown = results(copied(QUESTION), NAMED, "Portland, Oregon", UNNAMED)
+    second = [copy_turn(QUESTION, s, (shown,)) for s in range(50)]
+    # the first title the question does not name, not the evidence page the teacher knows
+    assert {c["name"] for c in second} == {"search"}
+    assert {c["arguments"]["query"] for c in second} == {"Portland, Oregon"}
+    assert shown_title(shown, QUESTION, ["Portland, Oregon"]) == UNNAMED
+    assert shown_title(results("x", NAMED), QUESTION, []) == NAMED  # none unnamed: the first
+    assert shown_title(results("x", NAMED), QUESTION, [NAMED]) is None

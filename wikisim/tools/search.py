@@ -5,6 +5,7 @@ on the web reads the same layout here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +36,10 @@ def query_spec(what: str) -> dict[str, Any]:
 
 def as_list(value: str | Sequence[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
+
+
+#: A result's title in `format_search`'s page, read back by those who copy it (agent.train.teachers).
+RESULT_TITLE = re.compile(r"^\d+\. \[([^\]]+)\]\(", re.M)
 
 
 def format_search(query: str, hits: Sequence[Hit]) -> str:
