@@ -5,10 +5,13 @@ The trained SmolLM2 policies search once and answer from what that search showed
 gold answer right far more often than they find one: `bench/tool_patterns.py`), so the share of
 first searches that show one bounds what they score. Each held-out question is searched through
 the env's own search tool, in the learning bench's context (its index, 3 results, its snippets),
-typed two ways: whole (what the policies mostly type) and as its content words
-(`agent.train.teachers.keywords`), and either of the two (both searched, as a policy that
-searches twice would); a gold answer is on screen when it occurs in the results less the header
-that repeats the query (`agent.train.teachers.evidence_text`). Prints the shares and
+typed three ways: whole (what the policies mostly type), as its content words
+(`agent.train.teachers.keywords`) and as the copy teacher types it (`copied`: the question less
+what no page states); and searched twice, as a policy that searches twice would: whole, then its
+content words ("either"), or copied, then the first title of those results that the question
+does not name (`shown_title`, the copy teacher's second search). A gold answer is on screen when
+it occurs in the results less the header that repeats the query
+(`agent.train.teachers.evidence_text`). Prints the shares and
 seconds a search per retriever with each one's ratio to the first named, and writes
 bench/results/first_search.json.
 
@@ -28,18 +31,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learn_agent import ENV, RESULTS, load_data  # noqa: E402
 
 from agent.rollout.episodes import make_envs  # noqa: E402
-from agent.train.teachers import evidence_text, grounded_in, keywords, searchable  # noqa: E402
+from agent.train.teachers import (  # noqa: E402
+    copied,
+    evidence_text,
+    grounded_in,
+    keywords,
+    searchable,
+    shown_title,
+)
 from wikisim.env.config import EnvConfig  # noqa: E402
 from wikisim.env.tasks import Task, TaskSet  # noqa: E402
 from wikisim.flags import build_config  # noqa: E402
 from wikisim.index import RETRIEVERS  # noqa: E402
 from wikisim.tools.protocol import format_tool_call  # noqa: E402
 
-TYPINGS = {"whole": lambda q: q, "content words": lambda q: keywords(searchable(q), 8)}
-#: Both typings searched, one after the other: what a policy that searches twice could see.
+TYPINGS = {
+    "whole": lambda q: q,
+    "content words": lambda q: keywords(searchable(q), 8),
+    "copied": copied,
+}
+#: Whole, then content words, one after the other: what a policy that searches twice could see.
 EITHER = "either"
+#: Copied, then the first title those results show that the question does not name.
+COPIED_THEN_SHOWN = "copied, then a title shown"
 #: The shares reported per retriever and question group.
-SHARES = (*TYPINGS, EITHER)
+SHARES = (*TYPINGS, EITHER, COPIED_THEN_SHOWN)
 
 
 def shown(retriever: str, tasks: list[Task]) -> dict[str, float]:
@@ -49,21 +65,28 @@ def shown(retriever: str, tasks: list[Task]) -> dict[str, float]:
     env = make_envs(1, cfg, tasks=TaskSet(tasks, "held-out"))[0]
     hits = dict.fromkeys(SHARES, 0)
     start = time.perf_counter()
+    searches = 0
+
+    def search(task: Task, query: str) -> tuple[bool, str]:
+        nonlocal searches
+        env.reset(seed=0, options={"task_id": task.id})
+        obs = env.step(format_tool_call("search", {"query": query}))[0]
+        searches += 1
+        return any(grounded_in(a, [evidence_text(obs)]) for a in task.answers), obs
+
     for task in tasks:
-        showed = []
+        showed, seen = {}, {}
         for how, typed in TYPINGS.items():
-            env.reset(seed=0, options={"task_id": task.id})
-            call = format_tool_call("search", {"query": typed(task.question)})
-            obs = env.step(call)[0]
-            showed.append(any(grounded_in(a, [evidence_text(obs)]) for a in task.answers))
-            hits[how] += showed[-1]
-        hits[EITHER] += any(showed)
+            showed[how], seen[how] = search(task, typed(task.question))
+            hits[how] += showed[how]
+        hits[EITHER] += showed["whole"] or showed["content words"]
+        title = shown_title(seen["copied"], task.question, [copied(task.question)])
+        hits[COPIED_THEN_SHOWN] += showed["copied"] or (
+            title is not None and search(task, title)[0]
+        )
     wall = time.perf_counter() - start
     env.close()
-    return {
-        **{k: v / len(tasks) for k, v in hits.items()},
-        "s_a_search": wall / (len(TYPINGS) * len(tasks)),
-    }
+    return {**{k: v / len(tasks) for k, v in hits.items()}, "s_a_search": wall / searches}
 
 
 def main() -> None:
@@ -89,9 +112,9 @@ def main() -> None:
     for name, by in out["retrievers"].items():
         for g, r in by.items():
             ratios = ", ".join(f"{r[k] / base[g][k]:.2f}x" if base[g][k] else "-" for k in SHARES)
+            shares = ", ".join(f"{k} {r[k]:.3f}" for k in SHARES)
             print(
-                f"{name:10s} {g:13s} whole {r['whole']:.3f}, content words "
-                f"{r['content words']:.3f}, either {r[EITHER]:.3f} ({ratios} of {names[0]}); "
+                f"{name:10s} {g:13s} {shares} ({ratios} of {names[0]}); "
                 f"{1e3 * r['s_a_search']:.1f} ms a search"
             )
     RESULTS.mkdir(parents=True, exist_ok=True)
