@@ -457,7 +457,10 @@ def _run_stages(
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         timings[name] = time.perf_counter() - t0
-        record.write_bytes(canonical(results[name]))
+        # written aside, then renamed: a build killed mid-write leaves no empty record to resume from
+        part = record.with_name(f"{name}.json.part")
+        part.write_bytes(canonical(results[name]))
+        part.replace(record)
     return results, timings
 
 
