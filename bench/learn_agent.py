@@ -423,6 +423,7 @@ class Bench:
             lora_rank=a.lora_rank,
             lora_alpha=2 * a.lora_rank,
             lr=a.grpo_lr,
+            warmup_steps=a.grpo_warmup,
             temperature=a.grpo_temperature,
             format_penalty=a.format_penalty,
             grounded_only=a.grounded_only,
@@ -899,6 +900,14 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument("--sft-lr", type=float, default=SFT_RECIPE.lr)
     p.add_argument("--grpo-steps", type=int, default=None)
     p.add_argument("--grpo-lr", type=float, default=3e-4)
+    p.add_argument(
+        "--grpo-warmup",
+        type=int,
+        default=GRPO_RECIPE.warmup_steps,
+        help="GRPO steps over which its learning rate rises linearly to --grpo-lr "
+        "(GRPOConfig.warmup_steps): a fresh Adam's first steps move every weight by the full rate "
+        "whatever the gradient's size, on the noise of a 2-question batch (0: none)",
+    )
     p.add_argument(
         "--grpo-temperature",
         type=float,
